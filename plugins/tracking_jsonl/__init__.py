@@ -1,0 +1,20 @@
+"""The ``jsonl`` backend: plain JSON-lines files, no dependency.
+
+One directory per run under ``<tracking_dir>/jsonl/<run_id>/``, one file per role
+(``primary.jsonl`` for the driver, ``actor.jsonl``, ``critic.jsonl``, ...) holding config
+sections, metric records and status lines. It is the default where mlflow is not installed, and
+the easiest format to analyse offline (``tracking-core show RUN``).
+"""
+
+from __future__ import annotations
+
+from tracking_core import hookimpl
+
+
+@hookimpl
+def register_backends(register):  # type: ignore[no-untyped-def]
+    register(
+        "jsonl",
+        "tracking_jsonl.backend:JsonlBackend",
+        description="JSON-lines files under the tracking directory (no dependency)",
+    )

@@ -1,0 +1,90 @@
+"""The jsonl backend instance: appends one JSON object per line, one file per role."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from tracking_core import ConfigSection, MetricRecord, RunContext, RunStatus, hookimpl
+
+PRIMARY_FILE = "primary"
+
+
+def run_dir(tracking_dir: str | os.PathLike[str], run_id: str) -> Path:
+    return Path(tracking_dir) / "jsonl" / run_id
+
+
+class JsonlBackend:
+    def __init__(self, run: RunContext) -> None:
+        self.dir = run_dir(run.tracking_dir, run.run_id)
+        self.file = f"{run.role or PRIMARY_FILE}.jsonl"
+        self._fd: int | None = None
+
+    def _write(self, objs: Sequence[Mapping[str, Any]]) -> None:
+        if self._fd is None:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            self._fd = os.open(self.dir / self.file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        data = "".join(json.dumps(o, sort_keys=True, default=str) + "\n" for o in objs)
+        # One write per batch with O_APPEND: concurrent writers never interleave inside a line.
+        os.write(self._fd, data.encode())
+
+    @hookimpl
+    def open_run(self, run: RunContext) -> dict[str, Any]:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        meta = {"run_id": run.run_id, "name": run.name, "created": time.time(), "tags": dict(run.tags)}
+        (self.dir / "run.json").write_text(json.dumps(meta, indent=2, sort_keys=True))
+        self._write([{"type": "open", "ts": time.time(), "label": run.label}])
+        return {"dir": str(self.dir)}
+
+    @hookimpl
+    def attach_run(self, run: RunContext, attach: Mapping[str, Any]) -> None:
+        if attach.get("dir"):
+            self.dir = Path(attach["dir"])
+        self._write([{"type": "attach", "ts": time.time(), "label": run.label, "role": run.role}])
+
+    @hookimpl
+    def log_config(self, config: ConfigSection, role: str | None) -> None:
+        self._write(
+            [
+                {
+                    "type": "config",
+                    "role": role,
+                    "namespace": config.namespace,
+                    "prefix": config.prefix,
+                    "params": dict(config.params),
+                    "values": dict(config.values),
+                    "report": dict(config.report),
+                }
+            ]
+        )
+
+    @hookimpl
+    def log_metrics(self, records: Sequence[MetricRecord]) -> None:
+        self._write(
+            [
+                {
+                    "type": "metric",
+                    "name": r.name,
+                    "key": r.key,
+                    "role": r.role,
+                    "value": r.value,
+                    "step": r.step,
+                    "step_key": r.axis,
+                    "ts": r.timestamp,
+                    "seq": r.seq,
+                }
+                for r in records
+            ]
+        )
+
+    @hookimpl
+    def close_run(self, status: RunStatus, run: RunContext) -> None:
+        if run.primary:
+            self._write([{"type": "status", "status": status.value, "ts": time.time()}])
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None

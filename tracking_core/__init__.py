@@ -1,0 +1,50 @@
+"""tracking-core: tracker-agnostic experiment tracking for distributed training jobs.
+
+One run per job in every selected tracker (W&B, MLflow, TensorBoard, jsonl, or any plugin),
+one writer per role, every role's effective config namespaced, secrets never logged, and a
+training loop that is never blocked or stopped by a tracker.
+
+Importing this package imports only pluggy and the standard library.
+"""
+
+from __future__ import annotations
+
+import pluggy
+
+from .hookspecs import PROJECT
+
+#: Mark hook implementations in plugins: ``@tracking_core.hookimpl``.
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+from .context import RunContext  # noqa: E402
+from .errors import BackendUnavailable, PluginLoadError, TrackingError, UnknownBackend  # noqa: E402
+from .handle import RUN_ENV, RunHandle  # noqa: E402
+from .options import HostParser, add_tracking_options  # noqa: E402
+from .plugins import get_plugin_manager  # noqa: E402
+from .records import ConfigSection, MetricRecord, RunStatus  # noqa: E402
+from .runs import FinishSummary, NullRun, Run, attach, start_run  # noqa: E402
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "RUN_ENV",
+    "BackendUnavailable",
+    "ConfigSection",
+    "FinishSummary",
+    "HostParser",
+    "MetricRecord",
+    "NullRun",
+    "PluginLoadError",
+    "Run",
+    "RunContext",
+    "RunHandle",
+    "RunStatus",
+    "TrackingError",
+    "UnknownBackend",
+    "__version__",
+    "add_tracking_options",
+    "attach",
+    "get_plugin_manager",
+    "hookimpl",
+    "start_run",
+]

@@ -1,0 +1,114 @@
+"""The ``tracking-core`` command: plugins, show, diff, sync, demo.
+
+Each subcommand imports what it needs when it runs, so ``tracking-core plugins`` stays cheap and
+never imports a tracker library.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Sequence
+
+from . import options as opts
+
+
+def _cmd_plugins(ns: argparse.Namespace) -> int:
+    from .plugins import get_plugin_manager
+
+    manager = get_plugin_manager()
+    manager.backends  # noqa: B018 - fills in each plugin's backend list
+    rows = [info.as_dict() for info in manager.plugins.values()]
+    if ns.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    if not rows:
+        print("no tracking_core plugins installed")
+        return 0
+    for row in rows:
+        state = "disabled" if row["disabled"] else ("FAILED" if row["error"] else "ok")
+        print(
+            f"{row['name']:<14} {row['kind'] or '-':<18} {state:<8} "
+            f"{row['distribution'] or '?'} {row['version'] or ''}"
+        )
+        if row["backends"]:
+            print(f"{'':14} backends: {', '.join(row['backends'])}")
+        if row["hooks"]:
+            print(f"{'':14} hooks: {', '.join(row['hooks'])}")
+        if row["error"]:
+            print(f"{'':14} error: {row['error']}")
+    return 0
+
+
+def _cmd_show(ns: argparse.Namespace) -> int:
+    from tracking_jsonl.reader import find_run, read_run
+
+    try:
+        path = find_run(ns.run, opts.tracking_dir(ns))
+    except FileNotFoundError as exc:
+        print(f"tracking-core show: {exc}", file=sys.stderr)
+        return 2
+    run = read_run(path)
+    print(f"run {path.name} ({path})  status: {run.status or 'open'}")
+    for namespace, section in sorted(run.configs.items()):
+        params = section.get("params") or {}
+        values = section.get("values") or {}
+        print(f"\n[{namespace}] {len(values)} config keys ({len(params)} as parameters)")
+        for key in sorted(params)[: ns.limit]:
+            print(f"  {key} = {json.dumps(params[key], default=str)[:120]}")
+        if len(params) > ns.limit:
+            print(f"  ... {len(params) - ns.limit} more (--limit)")
+    counts = run.metric_counts()
+    print(f"\nmetrics: {sum(counts.values())} values in {len(counts)} series")
+    for name, count in sorted(counts.items()):
+        print(f"  {name}: {count}")
+    return 0
+
+
+def _cmd_diff(ns: argparse.Namespace) -> int:
+    from .config import diff_command
+
+    return diff_command(ns.run, ns.roles, opts.tracking_dir(ns))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tracking-core",
+        description="Tracker-agnostic experiment tracking for distributed training jobs.",
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("plugins", help="list installed plugins, their backends and hooks")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=_cmd_plugins)
+
+    p = sub.add_parser("show", help="print a jsonl run: configs per role, metric counts")
+    p.add_argument("run", help="a jsonl run directory, or a run id under the tracking directory")
+    p.add_argument("--tracking-dir", default=None, help="default: $TRACKING_CORE_DIR or ./tracking-runs")
+    p.add_argument("--limit", type=int, default=40, help="config keys shown per namespace")
+    p.set_defaults(func=_cmd_show)
+
+    p = sub.add_parser("diff", help="config difference between roles of a run")
+    p.add_argument("run", help="a run directory, or a run id under the tracking directory")
+    p.add_argument("--roles", nargs=2, default=["actor", "critic"], metavar="ROLE")
+    p.add_argument("--tracking-dir", default=None)
+    p.set_defaults(func=_cmd_diff)
+
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    ns = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO if ns.verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    return int(ns.func(ns) or 0)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,43 @@
+"""Errors a user can act on: each says what went wrong, where, and what to do."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+class TrackingError(Exception):
+    """Base class of tracking-core's errors."""
+
+
+class UnknownBackend(TrackingError, ValueError):
+    def __init__(self, name: str, installed: Sequence[str], failed: Sequence[str] = ()) -> None:
+        self.name = name
+        self.installed = list(installed)
+        listed = ", ".join(self.installed) or "none"
+        msg = (
+            f"unknown tracking backend {name!r} (from --tracking-backends or "
+            f"TRACKING_CORE_BACKENDS); installed backends: {listed}"
+        )
+        if failed:
+            msg += (
+                f". Plugins that failed to load: {', '.join(failed)} "
+                "(see `tracking-core plugins`)"
+            )
+        super().__init__(msg)
+
+
+class BackendUnavailable(TrackingError, ImportError):
+    def __init__(self, name: str, missing: Sequence[str], extra: str | None) -> None:
+        self.name = name
+        self.missing = list(missing)
+        self.extra = extra
+        hint = (
+            f'pip install "tracking-core[{extra}]"' if extra else f"pip install {' '.join(missing)}"
+        )
+        super().__init__(
+            f"tracking backend {name!r} needs {', '.join(missing)}, which is not installed: {hint}"
+        )
+
+
+class PluginLoadError(TrackingError):
+    """A plugin could not be loaded; raised only when the user selects one of its backends."""

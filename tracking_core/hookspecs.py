@@ -1,0 +1,133 @@
+"""The hook contract of tracking-core.
+
+Two kinds of plugins implement it:
+
+* **collectors** answer :func:`collect_config` with their part of a role's config;
+* **backends** are offered by name through :func:`register_backends`; when a run selects one, its
+  factory builds an instance that is registered as a plugin for the life of the run and receives
+  :func:`open_run` or :func:`attach_run`, then :func:`log_config`, :func:`log_metrics` and finally
+  :func:`close_run`. Each backend instance is called alone, from its own worker thread, one call at
+  a time: a backend never needs locks of its own and never sees another backend's calls.
+
+Plugins mark their implementations with ``@tracking_core.hookimpl``; an implementation may accept
+any subset of a hook's arguments.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+if TYPE_CHECKING:
+    from .context import RunContext
+    from .options import HostParser
+    from .records import ConfigSection, MetricRecord, RunStatus
+    from .registry import BackendRegistrar
+
+PROJECT = "tracking_core"
+
+hookspec = pluggy.HookspecMarker(PROJECT)
+
+#: The names of every hook of the contract, in the order the README documents them.
+HOOK_NAMES = (
+    "register_backends",
+    "add_options",
+    "host_backends",
+    "collect_config",
+    "open_run",
+    "attach_run",
+    "log_config",
+    "log_metrics",
+    "close_run",
+)
+
+
+@hookspec
+def register_backends(register: BackendRegistrar) -> None:
+    """Offer named backends by calling ``register(name, factory, requires=..., extra=...)``.
+
+    ``factory`` is a callable, or a ``"module:attribute"`` string imported only when the backend is
+    selected, that takes a :class:`RunContext` and returns the backend instance (an object with
+    hook implementations). ``requires`` lists the import names the backend needs and ``extra`` the
+    distribution extra that installs them, so selecting a backend whose library is missing says
+    what to install. Nothing here may import a tracker library: listing plugins must stay cheap.
+    """
+
+
+@hookspec
+def add_options(parser: HostParser) -> None:
+    """Add command-line options to the host's parser with ``parser.add_argument(...)``.
+
+    The parser skips any option string the host already defines (slime and Megatron already have
+    ``--wandb-project``, ``--tensorboard-dir``, ...), so a plugin declares what it needs and reuses
+    what exists; ``parser.has_option("--wandb-project")`` tells which is the case.
+    """
+
+
+@hookspec
+def host_backends(args: Any) -> Sequence[str] | None:
+    """Name the backends the host's own switches select (slime's ``--use-wandb``), or None.
+
+    Consulted only when neither ``--tracking-backends`` nor ``TRACKING_CORE_BACKENDS`` is set.
+    ``args`` is the host's parsed arguments (any object with attributes), possibly None.
+    """
+
+
+@hookspec
+def collect_config(role: str, args: Any) -> Mapping[str, Any] | None:
+    """Return this plugin's part of ``role``'s config (or None to add nothing).
+
+    Called in the role's writer process when it attaches, for every collector; the mappings
+    merge in plugin load order (built-in plugins first), and a key two collectors disagree on is
+    reported with both plugin names. ``args`` is the host's arguments object passed to
+    ``attach``, if any. Values may be of any type: the config pipeline converts and redacts them.
+    """
+
+
+@hookspec(firstresult=True)
+def open_run(run: RunContext) -> Mapping[str, Any] | None:
+    """Open this backend's run for a new job (called in the primary).
+
+    Return what another process needs to attach to the same run (JSON-serialisable: a tracking
+    URI and run id, a log directory, ...). It becomes this backend's entry in the run handle and is
+    passed back to :func:`attach_run` in every secondary and on resume.
+    """
+
+
+@hookspec(firstresult=True)
+def attach_run(run: RunContext, attach: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """Attach to an existing run from ``attach``, this backend's entry in the run handle.
+
+    Called in a secondary (``run.role`` names its role) and in a primary resuming a run
+    (``run.primary`` is True). Must not make collective calls. May return an updated entry.
+    """
+
+
+@hookspec
+def log_config(config: ConfigSection, role: str | None, run: RunContext) -> None:
+    """Log one namespace of config: the launch config (``role`` None) or ``role``'s config.
+
+    ``config.params`` holds the flat prefixed keys to show as parameters and ``config.values``
+    the complete namespace to keep losslessly (as an artifact or text). Values are already
+    converted to plain data and redacted. The same section may arrive again (a resumed run):
+    re-logging an unchanged value must not fail, and a changed value must be recorded, not raise.
+    """
+
+
+@hookspec
+def log_metrics(records: Sequence[MetricRecord], run: RunContext) -> None:
+    """Write a batch of metric records, in order.
+
+    Returning acknowledges every record of the batch; raising means none of it is acknowledged
+    and the whole batch will be offered again (same records, same timestamps). A backend should
+    therefore write a batch atomically where its tracker allows it.
+    """
+
+
+@hookspec
+def close_run(status: RunStatus, run: RunContext) -> None:
+    """Flush and close. A primary ends the run with ``status``; a secondary only flushes
+    and detaches, leaving the run open for the others."""
+

@@ -1,0 +1,110 @@
+"""Command-line options: ours, and those plugins add to the host's parser.
+
+Hosts such as slime and Megatron already define many tracker options (``--wandb-project``,
+``--tensorboard-dir``); defining one twice is an argparse error. :class:`HostParser` wraps the
+host's parser so that a plugin declares what it needs and silently reuses what already exists.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+#: Our own options, with the environment variable each falls back to.
+BACKENDS_ENV = "TRACKING_CORE_BACKENDS"
+DIR_ENV = "TRACKING_CORE_DIR"
+KEY_STYLE_ENV = "TRACKING_CORE_KEY_STYLE"
+DEFAULT_TRACKING_DIR = "tracking-runs"
+KEY_STYLES = ("default", "slime")
+
+
+class HostParser:
+    """A view of the host's parser (or argument group) that skips options it already has."""
+
+    def __init__(self, parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+        self._parser = parser
+        self.added: list[str] = []
+        self.reused: list[str] = []
+
+    def _actions(self) -> dict[str, argparse.Action]:
+        return self._parser._option_string_actions  # type: ignore[union-attr]
+
+    def has_option(self, option: str) -> bool:
+        """Whether the host already defines ``option`` (``"--wandb-project"``)."""
+        return option in self._actions()
+
+    def add_argument(self, *flags: str, **kwargs: Any) -> argparse.Action | None:
+        """Add the option unless any of its flags exists already; returns the action or None.
+
+        A flag the host defines is reused as it is (its ``dest`` and default are the host's).
+        """
+        existing = [flag for flag in flags if self.has_option(flag)]
+        if existing:
+            self.reused.extend(existing)
+            return None
+        dest = kwargs.get("dest") or flags[0].lstrip("-").replace("-", "_")
+        if any(action.dest == dest for action in self._parser._actions):  # type: ignore[union-attr]
+            self.reused.append(flags[0])
+            return None
+        self.added.append(flags[0])
+        return self._parser.add_argument(*flags, **kwargs)
+
+
+def add_tracking_options(
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup,
+) -> HostParser:
+    """Add ``--tracking-backends``, ``--tracking-dir``, ``--tracking-key-style`` and every option
+    the installed backend plugins ask for, skipping what the host already defines."""
+    from .plugins import get_plugin_manager
+
+    host = HostParser(parser)
+    host.add_argument(
+        "--tracking-backends",
+        default=None,
+        help=(
+            "Comma-separated trackers to log to (e.g. wandb,mlflow). "
+            f"Default: ${BACKENDS_ENV}, then the host's switches, then the embedded MLflow store."
+        ),
+    )
+    host.add_argument(
+        "--tracking-dir",
+        default=None,
+        help=f"Where local run data goes. Default: ${DIR_ENV}, else ./{DEFAULT_TRACKING_DIR}.",
+    )
+    host.add_argument(
+        "--tracking-key-style",
+        default=None,
+        choices=KEY_STYLES,
+        help=(
+            "Config key naming: 'default' (launch config unprefixed, <role>/key per role) or "
+            "'slime' (slime's own keys: actor unprefixed, critic/ prefixed)."
+        ),
+    )
+    get_plugin_manager().pm.hook.add_options(parser=host)
+    return host
+
+
+def tracking_dir(args: Any = None, explicit: str | os.PathLike[str] | None = None) -> str:
+    """The tracking directory: explicit value, ``--tracking-dir``, ``$TRACKING_CORE_DIR``, default."""
+    for value in (explicit, getattr(args, "tracking_dir", None), os.environ.get(DIR_ENV)):
+        if value:
+            return os.fspath(value)
+    return DEFAULT_TRACKING_DIR
+
+
+def key_style(args: Any = None, explicit: str | None = None) -> str:
+    """The config key style: explicit value, ``--tracking-key-style``, env var, ``default``."""
+    for value in (
+        explicit,
+        getattr(args, "tracking_key_style", None),
+        os.environ.get(KEY_STYLE_ENV),
+    ):
+        if value:
+            if value not in KEY_STYLES:
+                raise ValueError(
+                    f"unknown tracking key style {value!r}: choose one of {', '.join(KEY_STYLES)} "
+                    f"(--tracking-key-style or ${KEY_STYLE_ENV})"
+                )
+            return value
+    return "default"

@@ -1,0 +1,75 @@
+"""Which backends a run uses.
+
+Precedence: an explicit ``backends=`` argument, then ``--tracking-backends``, then
+``$TRACKING_CORE_BACKENDS``, then the host's own switches (the ``host_backends`` hook, e.g.
+slime's ``--use-wandb``), then the embedded default: MLflow on a local SQLite file in the tracking
+directory, or the dependency-free ``jsonl`` backend where mlflow is not installed. ``none``
+selects no backend at all.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from .options import BACKENDS_ENV
+
+if TYPE_CHECKING:
+    from .plugins import PluginManager
+
+log = logging.getLogger("tracking_core.selection")
+
+
+def parse_names(value: str | Sequence[str]) -> list[str]:
+    """``"wandb, mlflow"`` or ``["wandb", "mlflow"]`` → ``["wandb", "mlflow"]`` (deduplicated)."""
+    items = value.split(",") if isinstance(value, str) else [str(v) for v in value]
+    out: list[str] = []
+    for item in items:
+        for name in item.split(","):
+            name = name.strip()
+            if name and name not in out:
+                out.append(name)
+    if out == ["none"]:
+        return []
+    return out
+
+
+def embedded_default() -> str:
+    """``mlflow`` when it is installed (a local SQLite store), else ``jsonl``."""
+    try:
+        if importlib.util.find_spec("mlflow") is not None:
+            return "mlflow"
+    except (ImportError, ValueError):
+        pass
+    return "jsonl"
+
+
+def resolve_backend_names(
+    args: Any = None,
+    explicit: str | Sequence[str] | None = None,
+    manager: PluginManager | None = None,
+) -> tuple[list[str], str]:
+    """The selected backend names and where the choice came from (for the start line)."""
+    if explicit is not None:
+        return parse_names(explicit), "the caller"
+    flag = getattr(args, "tracking_backends", None)
+    if flag:
+        return parse_names(flag), "--tracking-backends"
+    env = os.environ.get(BACKENDS_ENV)
+    if env:
+        return parse_names(env), f"${BACKENDS_ENV}"
+    if manager is not None:
+        for plugin, names in manager.call_each("host_backends", args=args):
+            if names:
+                return parse_names(names), f"the host's own switches (plugin {plugin!r})"
+    default = embedded_default()
+    log.info(
+        "no tracking backend selected: using the embedded default %r (local files under the "
+        "tracking directory); choose others with --tracking-backends or $%s",
+        default,
+        BACKENDS_ENV,
+    )
+    return [default], "the embedded default"
