@@ -1,0 +1,1 @@
+"""Test helpers: real tracker servers and readers shared by the test suites."""
