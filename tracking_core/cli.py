@@ -73,6 +73,12 @@ def _cmd_diff(ns: argparse.Namespace) -> int:
     return diff_command(ns.run, ns.roles, opts.tracking_dir(ns))
 
 
+def _cmd_demo(ns: argparse.Namespace) -> int:
+    from slime_integration.demo.driver import run_demo
+
+    return run_demo(ns)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tracking-core",
@@ -97,6 +103,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tracking-dir", default=None)
     p.set_defaults(func=_cmd_diff)
 
+    p = sub.add_parser(
+        "demo",
+        help="run a slime-shaped PPO job on CPU (driver, actor and critic groups)",
+        description="A small real PPO job: a driver (the primary), an actor group and a critic "
+        "group, each its own gloo world under torch's elastic launcher.",
+    )
+    from slime_integration.demo.driver import add_demo_arguments
+
+    add_demo_arguments(p)
+    p.set_defaults(func=_cmd_demo)
     return parser
 
 

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The two commands of the README, each doing its own set-up:
+#   ./run.sh demo [demo options]   install into .venv, then run `tracking-core demo`
+#   ./run.sh test [pytest options] install into .venv, then run ruff and the whole test suite
+set -euo pipefail
+cd "$(dirname "$0")"
+
+PYTHON=${PYTHON:-python3}
+VENV=${TRACKING_CORE_VENV:-.venv}
+
+setup() {
+    if [ ! -x "$VENV/bin/python" ]; then
+        echo "==> creating $VENV"
+        "$PYTHON" -m venv "$VENV"
+    fi
+    local stamp="$VENV/.tracking-core-installed"
+    local want
+    want=$(cat pyproject.toml | sha256sum | cut -c1-16)
+    if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+        echo "==> installing tracking-core and its extras into $VENV (first run: a few minutes)"
+        "$VENV/bin/python" -m pip install -q --upgrade pip
+        # torch first, pinned: the CPU wheel, not a multi-GB CUDA build
+        "$VENV/bin/python" -m pip install -q "torch==2.13.0"
+        "$VENV/bin/python" -m pip install -q -e ".[all,test]"
+        echo "$want" > "$stamp"
+    fi
+}
+
+cmd=${1:-}
+shift || true
+case "$cmd" in
+    demo)
+        setup
+        exec "$VENV/bin/tracking-core" demo "$@"
+        ;;
+    test)
+        setup
+        "$VENV/bin/ruff" check .
+        exec "$VENV/bin/python" -m pytest -q "$@"
+        ;;
+    *)
+        echo "usage: ./run.sh demo [options] | ./run.sh test [pytest options]" >&2
+        exit 2
+        ;;
+esac

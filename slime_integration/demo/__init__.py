@@ -1,0 +1,1 @@
+"""``tracking-core demo``: a slime-shaped PPO job on CPU (driver, actor group, critic group)."""

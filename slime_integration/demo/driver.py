@@ -1,0 +1,186 @@
+"""The demo's driver: the primary of the run, launching the actor and critic groups.
+
+``tracking-core demo`` opens the run (the embedded MLflow store by default), resolves each role's
+effective args from ``--megatron-config-path`` as slime does, starts the actor and the critic as
+two gloo worlds with torch's elastic launcher (``torchrun``), forwards their progress, and ends by
+printing where the data went and how actor and critic differ in config.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import pickle
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import tracking_core
+from tracking_core import options as opts
+
+DEFAULT_ROLES = Path(__file__).with_name("roles.yaml")
+
+#: The launch config of the demo job: a slime-like namespace of PPO settings.
+HYPERPARAMETERS: dict[str, Any] = {
+    "seed": 1234,
+    "lr": 3e-3,
+    "hidden_size": 32,
+    "rollout_batch_size": 256,
+    "ppo_epochs": 4,
+    "value_epochs": 4,
+    "eps_clip": 0.2,
+    "entropy_coef": 0.01,
+    "kl_coef": 0.0,
+    "advantage_estimator": "ppo",
+    "tensor_model_parallel_size": 1,
+    "pipeline_model_parallel_size": 1,
+    "use_opd": False,
+    "custom_advantage_function_path": None,
+    "untie_embeddings_and_output_weights": False,
+    "disable_param_buffers_cpu_backup": True,
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tracking-core demo",
+        description="A slime-shaped PPO job on CPU: a driver, an actor group and a critic group.",
+    )
+    add_demo_arguments(parser)
+    return parser
+
+
+def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--steps", type=int, default=20, help="PPO iterations (default 20)")
+    parser.add_argument("--actor-ranks", type=int, default=2, help="ranks in the actor world")
+    parser.add_argument("--critic-ranks", type=int, default=2, help="ranks in the critic world")
+    parser.add_argument(
+        "--megatron-config-path",
+        default=str(DEFAULT_ROLES),
+        help="slime's per-role overrides YAML (default: the demo's own)",
+    )
+    parser.add_argument(
+        "--out", default=None, help="the tracking directory (default: --tracking-dir or ./tracking-runs)"
+    )
+    for key, value in HYPERPARAMETERS.items():
+        flag = "--" + key.replace("_", "-")
+        if isinstance(value, bool):
+            parser.add_argument(flag, type=_bool, default=value, metavar="BOOL")
+        elif value is None:
+            parser.add_argument(flag, default=None)
+        else:
+            parser.add_argument(flag, type=type(value), default=value)
+    tracking_core.add_tracking_options(parser)
+
+
+def _bool(text: str) -> bool:
+    return text.lower() in {"1", "true", "yes", "on"}
+
+
+def _launch(role: str, ranks: int, exchange: Path, steps: int) -> subprocess.Popen[bytes]:
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+    cmd = [
+        sys.executable, "-m", "torch.distributed.run",
+        "--standalone", f"--nproc-per-node={ranks}",
+        "--module", "slime_integration.demo.worker",
+        "--role", role,
+        "--exchange", str(exchange),
+        "--role-args", str(exchange / "role_args.pkl"),
+        "--steps", str(steps),
+    ]  # fmt: skip
+    return subprocess.Popen(cmd, env=env)
+
+
+def where_to_look(handle: tracking_core.RunHandle) -> list[str]:
+    """One line per backend: where its data is and the command that opens it."""
+    lines = []
+    for name, entry in handle.backends.items():
+        if name == "mlflow":
+            uri = entry.get("tracking_uri", "")
+            lines.append(f"MLflow run {entry.get('run_id')}: mlflow ui --backend-store-uri {uri}")
+        elif name == "tensorboard":
+            lines.append(f"TensorBoard: tensorboard --logdir {entry.get('logdir')}")
+        elif name == "wandb":
+            if entry.get("mode") == "offline":
+                lines.append(
+                    f"W&B offline run {entry.get('id')}: wandb sync "
+                    f"{entry.get('dir')}/wandb/offline-run-*-{entry.get('id')}*"
+                )
+            else:
+                lines.append(f"W&B run {entry.get('id')} in project {entry.get('project')}")
+        elif name == "jsonl":
+            lines.append(
+                f"jsonl: tracking-core show {handle.run_id} --tracking-dir {handle.tracking_dir}"
+            )
+        else:
+            lines.append(f"{name}: {entry}")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return run_demo(args)
+
+
+def run_demo(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger("tracking_core").setLevel(logging.INFO)
+    from slime_integration.role_args import resolve_role_args
+
+    out = Path(args.out or opts.tracking_dir(args)).absolute()
+    args.tracking_dir = str(out)
+    started = time.monotonic()
+    plumbing = {"out", "func", "command", "verbose"}  # CLI wiring, not the job's config
+    launch = argparse.Namespace(**{k: v for k, v in vars(args).items() if k not in plumbing})
+    run = tracking_core.start_run(config=launch, args=args, tracking_dir=out, name="ppo-demo")
+    roles = resolve_role_args(launch, args.megatron_config_path)
+    exchange = run.handle.run_dir / "exchange"
+    exchange.mkdir(parents=True, exist_ok=True)
+    (exchange / "role_args.pkl").write_bytes(pickle.dumps(roles))
+    print(
+        f"demo: PPO on a contextual bandit, {args.steps} steps; actor world of "
+        f"{args.actor_ranks} ranks, critic world of {args.critic_ranks} ranks; "
+        f"logging to {', '.join(run.backends)}",
+        flush=True,
+    )
+    procs = {
+        "actor": _launch("actor", args.actor_ranks, exchange, args.steps),
+        "critic": _launch("critic", args.critic_ranks, exchange, args.steps),
+    }
+    failed = []
+    try:
+        while procs:
+            for role, proc in list(procs.items()):
+                code = proc.poll()
+                if code is None:
+                    continue
+                del procs[role]
+                if code != 0:
+                    failed.append(role)
+                    (exchange / "abort").write_text(f"the {role} group exited with {code}")
+            time.sleep(0.2)
+    except KeyboardInterrupt:
+        for proc in procs.values():
+            proc.terminate()
+        run.finish(status="KILLED")
+        return 130
+    summary = run.finish(status="FAILED" if failed else "FINISHED")
+    print(f"\ndemo {'FAILED (' + ', '.join(failed) + ')' if failed else 'finished'} "
+          f"in {time.monotonic() - started:.0f} s; {summary.describe()}")
+    print("\nWhere the run is:")
+    for line in where_to_look(run.handle):
+        print(f"  {line}")
+    print(f"  configs (JSON): {run.handle.run_dir / 'config'}")
+    if not failed:
+        from tracking_core.config import diff_command
+
+        print("\nActor vs critic: effective config difference")
+        diff_command(str(run.handle.run_dir), ["actor", "critic"], str(out))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,49 @@
+"""Meta-tests that keep the contract honest: every hook documented and tested."""
+
+from __future__ import annotations
+
+import inspect
+import re
+from pathlib import Path
+
+from tracking_core import hookspecs
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _signature(name: str) -> str:
+    func = getattr(hookspecs, name)
+    return f"{name}{inspect.signature(func)}".replace("'", "")
+
+
+def test_every_hook_is_in_the_contract_list() -> None:
+    declared = {
+        name
+        for name, obj in vars(hookspecs).items()
+        if callable(obj) and hasattr(obj, "tracking_core_spec")
+    }
+    assert declared == set(hookspecs.HOOK_NAMES)
+
+
+def test_every_hook_has_a_docstring_and_no_body() -> None:
+    for name in hookspecs.HOOK_NAMES:
+        func = getattr(hookspecs, name)
+        assert func.__doc__ and func.__doc__.strip(), name
+        source = inspect.getsource(func)
+        body = source.split('"""')[-1].strip()
+        assert body == "", f"hookspec {name} has a body: {body!r}"
+
+
+def test_every_hook_is_documented_in_the_readme_with_its_exact_signature() -> None:
+    readme = (ROOT / "README.md").read_text()
+    for name in hookspecs.HOOK_NAMES:
+        assert _signature(name) in readme, f"README lacks the signature `{_signature(name)}`"
+
+
+def test_every_hook_has_a_test() -> None:
+    sources = "\n".join(p.read_text() for p in (ROOT / "tests").rglob("test_*.py"))
+    tested = set(re.findall(r"def (test_hook_\w+)", sources))
+    for name in hookspecs.HOOK_NAMES:
+        assert any(t == f"test_hook_{name}" or t.startswith(f"test_hook_{name}_") for t in tested), (
+            f"no test_hook_{name} test"
+        )

@@ -1,0 +1,93 @@
+"""Delivery guarantees of the in-process dispatch: exit without finish, failure isolation."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.core.conftest import make_dist, run_python
+
+
+def test_exit_without_finish_still_delivers(tmp_path: Path) -> None:
+    out = run_python(
+        f"""
+        import tracking_core
+        run = tracking_core.start_run(backends=["jsonl"], tracking_dir={str(tmp_path)!r}, config={{"a": 1}})
+        child = tracking_core.attach(role="actor", writer=True, collect=False)
+        for step in range(500):
+            child.log_metrics({{"loss": step * 0.5, "kl": 0.1}}, step=step, step_key="train/step")
+        print(run.run_id)
+        # no finish(): the interpreter exits normally
+        """
+    )
+    assert out.returncode == 0, out.stderr
+    run_id = out.stdout.strip()
+    lines = [
+        json.loads(line)
+        for line in (tmp_path / "jsonl" / run_id / "actor.jsonl").read_text().splitlines()
+    ]
+    metrics = [m for m in lines if m["type"] == "metric"]
+    assert len(metrics) == 1000
+    assert sorted({m["step"] for m in metrics}) == list(range(500))
+    status = [m for m in (tmp_path / "jsonl" / run_id / "primary.jsonl").read_text().splitlines() if '"status"' in m]
+    assert json.loads(status[-1])["status"] == "FINISHED"
+
+
+def test_uncaught_exception_marks_the_run_failed(tmp_path: Path) -> None:
+    out = run_python(
+        f"""
+        import tracking_core
+        run = tracking_core.start_run(backends=["jsonl"], tracking_dir={str(tmp_path)!r})
+        print(run.run_id, flush=True)
+        raise SystemError("training blew up")
+        """
+    )
+    assert out.returncode == 1 and "training blew up" in out.stderr
+    run_id = out.stdout.strip()
+    primary = (tmp_path / "jsonl" / run_id / "primary.jsonl").read_text().splitlines()
+    assert json.loads(primary[-1])["status"] == "FAILED"
+
+
+FLAKY = """
+    import tracking_core
+
+    class Failing:
+        def __init__(self, run):
+            pass
+
+        @tracking_core.hookimpl
+        def open_run(self, run):
+            return {}
+
+        @tracking_core.hookimpl
+        def log_metrics(self, records):
+            raise ConnectionError("tracker unreachable")
+
+    @tracking_core.hookimpl
+    def register_backends(register):
+        register("failing", Failing)
+"""
+
+
+def test_a_failing_backend_never_reaches_the_caller_or_the_others(site: Path, tmp_path: Path) -> None:
+    make_dist(site, "failing-tracking", {"failing": "failing_plugin"}, {"failing_plugin": FLAKY})
+    out = run_python(
+        f"""
+        import time, tracking_core
+        run = tracking_core.start_run(backends=["failing", "jsonl"], tracking_dir={str(tmp_path)!r})
+        for step in range(200):
+            run.log_metrics({{"loss": float(step)}}, step=step)
+        summary = run.finish(timeout=3)
+        print(run.run_id)
+        print(summary.describe())
+        """,
+        site=site,
+    )
+    assert out.returncode == 0, out.stderr
+    run_id, described = out.stdout.strip().splitlines()
+    assert "jsonl: 200 records delivered" in described
+    assert "failing: 0 records delivered, 200 NOT delivered, failures: log_metrics: ConnectionError x" in described
+    # reported once, then counted
+    assert out.stderr.count("tracker unreachable") == 1
+    primary = (tmp_path / "jsonl" / run_id / "primary.jsonl").read_text()
+    assert primary.count('"type": "metric"') == 200

@@ -1,0 +1,200 @@
+"""Entry-point discovery with real installed distributions, each plugin under its own guard."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.core.conftest import make_dist, run_python
+
+ACME = """
+    import json, os
+    import tracking_core
+
+    LOG = os.environ["ACME_LOG"]
+
+    def _write(event, **data):
+        with open(LOG, "a") as fh:
+            fh.write(json.dumps({"event": event, **data}, default=str) + "\\n")
+
+    class AcmeBackend:
+        def __init__(self, run):
+            self.run = run
+
+        @tracking_core.hookimpl
+        def open_run(self, run):
+            _write("open", run_id=run.run_id)
+            return {"where": "acme://" + run.run_id}
+
+        @tracking_core.hookimpl
+        def attach_run(self, run, attach):
+            _write("attach", role=run.role, attach=dict(attach))
+
+        @tracking_core.hookimpl
+        def log_config(self, config, role):
+            _write("config", role=role, params=dict(config.params))
+
+        @tracking_core.hookimpl
+        def log_metrics(self, records):
+            _write("metrics", names=[r.name for r in records], steps=[r.step for r in records],
+                   axes=[r.axis for r in records], values=[r.value for r in records])
+
+        @tracking_core.hookimpl
+        def close_run(self, status, run):
+            _write("close", status=status.value, primary=run.primary)
+
+    @tracking_core.hookimpl
+    def register_backends(register):
+        register("acme", AcmeBackend, description="test backend")
+
+    @tracking_core.hookimpl
+    def collect_config(role):
+        return {"acme_seed": 7, "acme_role": role}
+"""
+
+
+def test_hook_register_backends_third_party_dist_is_listed_and_selected(site: Path, tmp_path: Path) -> None:
+    make_dist(site, "acme-tracking", {"acme": "acme_plugin"}, {"acme_plugin": ACME})
+    log = tmp_path / "acme.log"
+    listing = run_python(
+        "from tracking_core.cli import main; main(['plugins', '--json'])",
+        site=site,
+        env={"ACME_LOG": str(log)},
+    )
+    assert listing.returncode == 0, listing.stderr
+    plugins = {p["name"]: p for p in json.loads(listing.stdout)}
+    assert plugins["acme"]["distribution"] == "acme-tracking"
+    assert plugins["acme"]["version"] == "1.0"
+    assert plugins["acme"]["backends"] == ["acme"]
+    assert plugins["acme"]["kind"] == "backend,collector"
+    assert "collect_config" in plugins["acme"]["hooks"]
+    assert plugins["jsonl"]["error"] is None
+
+    job = run_python(
+        f"""
+        import argparse, tracking_core
+        parser = argparse.ArgumentParser()
+        tracking_core.add_tracking_options(parser)
+        args = parser.parse_args(["--tracking-backends", "acme,jsonl", "--tracking-dir", {str(tmp_path / "td")!r}])
+        args.lr = 0.5
+        run = tracking_core.start_run(args=args)
+        assert run.backends == ["acme", "jsonl"], run.backends
+        actor = tracking_core.attach(role="actor", writer=True)
+        for step in range(3):
+            actor.log_metrics({{"loss": 1.0 / (step + 1), "reward": step}}, step=step, step_key="train/step")
+        actor.finish()
+        run.finish()
+        """,
+        site=site,
+        env={"ACME_LOG": str(log)},
+    )
+    assert job.returncode == 0, job.stderr
+    events = [json.loads(line) for line in log.read_text().splitlines()]
+    kinds = [e["event"] for e in events]
+    assert kinds[0] == "open" and kinds.count("attach") == 1 and kinds.count("close") == 2
+    configs = {e["role"]: e["params"] for e in events if e["event"] == "config"}
+    assert configs[None]["lr"] == 0.5
+    # the collector's part of the role's config reached the logged config of that role
+    assert configs["actor"]["actor/acme_seed"] == 7
+    assert configs["actor"]["actor/acme_role"] == "actor"
+    metrics = [e for e in events if e["event"] == "metrics"]
+    names = [n for e in metrics for n in e["names"]]
+    steps = [s for e in metrics for s in e["steps"]]
+    assert sorted(names) == sorted(["actor/loss", "actor/reward"] * 3)
+    assert sorted(steps) == [0, 0, 1, 1, 2, 2]
+    assert {a for e in metrics for a in e["axes"]} == {"actor/train/step"}
+    attach = next(e for e in events if e["event"] == "attach")
+    assert attach["attach"] == {"where": "acme://" + attach["attach"]["where"].split("//")[1]}
+    assert attach["role"] == "actor"
+
+
+def test_broken_plugin_is_listed_others_keep_working(site: Path, tmp_path: Path) -> None:
+    make_dist(
+        site,
+        "broken-tracking",
+        {"broken": "broken_plugin", "stranger": "stranger_plugin"},
+        {
+            "broken_plugin": "raise RuntimeError('boom at import')\n",
+            "stranger_plugin": """
+                import tracking_core
+
+                @tracking_core.hookimpl
+                def log_everything(records):
+                    pass
+            """,
+        },
+    )
+    listing = run_python("from tracking_core.cli import main; main(['plugins', '--json'])", site=site)
+    assert listing.returncode == 0, listing.stderr
+    plugins = {p["name"]: p for p in json.loads(listing.stdout)}
+    assert "RuntimeError: boom at import" in plugins["broken"]["error"]
+    assert plugins["broken"]["distribution"] == "broken-tracking"
+    assert "log_everything" in plugins["stranger"]["error"]
+    assert plugins["jsonl"]["error"] is None and plugins["jsonl"]["backends"] == ["jsonl"]
+
+    text = run_python("from tracking_core.cli import main; main(['plugins'])", site=site)
+    assert text.returncode == 0 and "FAILED" in text.stdout and "boom at import" in text.stdout
+
+    selecting = run_python(
+        f"""
+        import tracking_core
+        try:
+            tracking_core.start_run(backends=["broken"], tracking_dir={str(tmp_path)!r})
+        except tracking_core.PluginLoadError as exc:
+            print("ERROR:", exc)
+        ok = tracking_core.start_run(backends=["jsonl"], tracking_dir={str(tmp_path)!r})
+        ok.finish()
+        print("jsonl still works")
+        """,
+        site=site,
+    )
+    assert selecting.returncode == 0, selecting.stderr
+    assert "ERROR: tracking backend 'broken' comes from plugin 'broken'" in selecting.stdout
+    assert "boom at import" in selecting.stdout
+    assert "jsonl still works" in selecting.stdout
+
+
+def test_disabled_plugin_is_never_imported(site: Path, tmp_path: Path) -> None:
+    marker = tmp_path / "imported"
+    make_dist(
+        site,
+        "noisy-tracking",
+        {"noisy": "noisy_plugin"},
+        {"noisy_plugin": f"open({str(marker)!r}, 'w').write('imported')\n"},
+    )
+    out = run_python(
+        """
+        import json, sys
+        from tracking_core.plugins import get_plugin_manager
+        info = get_plugin_manager().plugins["noisy"]
+        print(json.dumps({"disabled": info.disabled, "loaded": "noisy_plugin" in sys.modules}))
+        """,
+        site=site,
+        env={"TRACKING_CORE_DISABLE_PLUGINS": "noisy, other"},
+    )
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == {"disabled": True, "loaded": False}
+    assert not marker.exists()
+    # without the variable it is imported: the marker proves the check above can fail
+    run_python("from tracking_core.plugins import get_plugin_manager; get_plugin_manager()", site=site)
+    assert marker.exists()
+
+
+HEAVY = ("wandb", "mlflow", "tensorboardX", "torch", "megatron", "ray")
+
+
+def test_import_and_plugin_listing_import_no_tracker_library() -> None:
+    out = run_python(
+        f"""
+        import sys, io, contextlib
+        import tracking_core
+        after_import = sorted({{m.split(".")[0] for m in sys.modules}} & set({HEAVY!r}))
+        from tracking_core.cli import main
+        with contextlib.redirect_stdout(io.StringIO()):
+            main(["plugins"])
+        after_cli = sorted({{m.split(".")[0] for m in sys.modules}} & set({HEAVY!r}))
+        print(after_import, after_cli)
+        """
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[] []"
