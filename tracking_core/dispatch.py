@@ -1,11 +1,17 @@
-"""Dispatch: the caller enqueues, each backend's own worker thread delivers.
+"""Dispatch: the caller enqueues; a pump journals; each backend's own worker delivers.
 
-The training thread only appends a tuple to a deque (a few hundred nanoseconds). A worker per
-backend wakes every ``flush_interval`` seconds (or when asked to flush), turns the queued rows into
-:class:`~tracking_core.records.MetricRecord` batches and calls that backend's hooks alone, so a slow
-or failing tracker never delays the caller or another backend. A call that raises is retried with
-backoff; every kind of failure is reported once and then counted, and the counts appear in the
-finish summary.
+* The training thread only appends a tuple to a deque (about a microsecond; no lock, no I/O).
+* The run's **pump** thread wakes every ``flush_interval`` seconds, converts the values to float,
+  appends the rows to the process's journal (so a SIGKILL loses at most one interval) and hands
+  them to every backend worker.
+* Each **backend worker** has its own thread and bounded queue, turns rows into
+  :class:`~tracking_core.records.MetricRecord` batches and calls that backend's hooks alone, in
+  order, acknowledging each delivered batch in the journal. A slow backend never delays another.
+* A call that raises is retried with backoff; after a few failures in a row the backend's
+  **circuit opens**: it is bypassed (one probe per backoff period) while its records wait in the
+  journal. A queue that is full **spills**: its rows stay only in the journal and are read back
+  from there once the backend catches up. Nothing is dropped and the caller never waits.
+* Each kind of failure is reported once, then counted; the counts go into the finish summary.
 """
 
 from __future__ import annotations
@@ -18,22 +24,25 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import lifecycle
 from .context import RunContext
-from .records import ConfigSection, MetricRecord
+from .journal import Journal
+from .records import MetricRecord
 
 log = logging.getLogger("tracking_core.dispatch")
 
-#: A metric row as the caller enqueues it: (first seq, timestamp, metrics, step, step key, prefix, role)
-Row = tuple[int, float, Mapping[str, Any], "int | None", "str | None", str, "str | None"]
+#: A metric row: (first sequence number, timestamp, {key: value}, step, step key).
+Row = tuple[int, float, Mapping[str, Any], "int | None", "str | None"]
 
 DEFAULT_FLUSH_INTERVAL = 0.5
 MAX_BATCH = 1000
+MAX_QUEUE_ROWS = 20_000
+BREAKER_THRESHOLD = 3
+MAX_RETRY_DELAY = 10.0
 
 
 def to_float(value: Any) -> float | None:
     """A metric value as float (Python numbers, numpy and torch scalars), or None if it is not one."""
-    if isinstance(value, bool):
-        return float(value)
     if isinstance(value, (int, float)):
         return float(value)
     item = getattr(value, "item", None)
@@ -42,24 +51,16 @@ def to_float(value: Any) -> float | None:
             value = item()
         except Exception:  # noqa: BLE001 - a non-scalar tensor or array
             return None
-        if isinstance(value, (int, float, bool)):
+        if isinstance(value, (int, float)):
             return float(value)
     return None
 
 
-def expand_rows(rows: list[Row], skipped: Counter[str]) -> list[MetricRecord]:
-    """Turn queued rows into records; a value that is not a number is counted in ``skipped``."""
+def expand(rows: list[Row], prefix: str, role: str | None) -> list[MetricRecord]:
     out: list[MetricRecord] = []
-    for seq, ts, metrics, step, step_key, prefix, role in rows:
-        i = seq
-        for key, raw in metrics.items():
-            value = to_float(raw)
-            if value is None:
-                skipped[f"{prefix}{key}"] += 1
-                i += 1
-                continue
-            out.append(MetricRecord(str(key), value, step, ts, i, role, prefix, step_key))
-            i += 1
+    for seq, ts, metrics, step, step_key in rows:
+        for i, (key, value) in enumerate(metrics.items()):
+            out.append(MetricRecord(key, value, step, ts, seq + i, role, prefix, step_key))
     return out
 
 
@@ -74,8 +75,8 @@ class FailureLog:
         kind = f"{what}: {type(exc).__name__}"
         if kind not in self.counts:
             log.warning(
-                "backend %r failed in %s (%s: %s); tracking goes on, the call is retried and "
-                "further failures of this kind are counted",
+                "backend %r failed in %s (%s: %s); training goes on, the call is retried and "
+                "further failures of this kind are only counted",
                 self.backend,
                 what,
                 type(exc).__name__,
@@ -85,12 +86,7 @@ class FailureLog:
 
 
 class BackendWorker:
-    """Delivers one backend's calls on its own daemon thread, in the order they were queued.
-
-    The queue holds metric rows and control items (``open``, ``attach``, ``config``, ``close``)
-    in one deque, so a config logged before a metric is delivered before it. A metric batch that
-    fails stays at the head of the line and is retried (with backoff) until it is acknowledged.
-    """
+    """Delivers one backend's calls on its own daemon thread, in the order they were queued."""
 
     def __init__(
         self,
@@ -98,34 +94,62 @@ class BackendWorker:
         call: Callable[..., Any],
         context: RunContext,
         *,
+        prefix: str = "",
+        journal: Journal | None = None,
+        lock: threading.Lock | None = None,
         flush_interval: float = DEFAULT_FLUSH_INTERVAL,
         max_batch: int = MAX_BATCH,
-        max_retry_delay: float = 5.0,
+        max_queue: int = MAX_QUEUE_ROWS,
+        max_retry_delay: float = MAX_RETRY_DELAY,
     ) -> None:
         self.name = name
         self._call = call
         self.context = context
+        self.prefix = prefix
+        self.journal = journal
+        self._lock = lock or threading.Lock()
         self.flush_interval = flush_interval
         self.max_batch = max_batch
+        self.max_queue = max_queue
         self.max_retry_delay = max_retry_delay
         self.queue: deque[tuple[str, Any]] = deque()
+        self.queued_rows = 0
         self.pending: list[MetricRecord] = []
+        self.spilled = False
+        self.spill_offset = 0
+        self.spills = 0
+        self.failures = FailureLog(name)
+        self.delivered = 0
+        self.consecutive_failures = 0
+        self.down_since: float | None = None
+        self.ready = False
         self._wake = threading.Event()
+        self._stop = threading.Event()
         self._idle = threading.Condition()
         self._busy = False
-        self._stop = threading.Event()
-        self.failures = FailureLog(name)
-        self.skipped: Counter[str] = Counter()
-        self.delivered = 0
-        self._thread = threading.Thread(
-            target=self._loop, name=f"tracking-core-{name}", daemon=True
-        )
+        self._thread = threading.Thread(target=self._loop, name=f"tracking-core-{name}", daemon=True)
         self._thread.start()
 
-    # -- caller side ---------------------------------------------------------------------------
-    def put_row(self, row: Row) -> None:
-        """Queue a metric row (the hot path: one deque append, no lock, no wake-up)."""
-        self.queue.append(("row", row))
+    # -- called by the pump (under the dispatcher's lock) ----------------------------------------
+    def enqueue_rows(self, rows: list[Row], offset: int) -> None:
+        """Queue ``rows`` (journaled at byte ``offset``), or spill them if the queue is full."""
+        if self.spilled:
+            return
+        # Without a journal there is nowhere to spill to: the rows stay in memory.
+        if self.journal is not None and self.queued_rows + len(rows) > self.max_queue:
+            self.spilled = True
+            self.spill_offset = offset
+            self.spills += 1
+            log.warning(
+                "backend %r is behind by %d rows: new rows wait in the journal %s and are "
+                "delivered from there when it catches up",
+                self.name,
+                self.queued_rows,
+                self.journal.path,
+            )
+            return
+        self.queue.extend(("row", row) for row in rows)
+        self.queued_rows += len(rows)
 
     def submit(self, kind: str, payload: Any = None) -> threading.Event:
         """Queue a control item after everything queued so far; the event is set once it ran."""
@@ -134,11 +158,14 @@ class BackendWorker:
         self._wake.set()
         return done
 
+    def wake(self) -> None:
+        self._wake.set()
+
     def flush(self, timeout: float | None) -> bool:
-        """Deliver everything queued so far; True when nothing is left within ``timeout``."""
+        """Wait until everything queued so far is delivered; False if ``timeout`` ran out."""
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._idle:
-            while self._busy or self.queue or self.pending:
+            while self._busy or self.queue or self.pending or self.spilled:
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if self._stop.is_set() or (remaining is not None and remaining <= 0):
                     return False
@@ -146,15 +173,15 @@ class BackendWorker:
                 self._idle.wait(0.05 if remaining is None else min(0.05, remaining))
         return True
 
-    def backlog(self) -> int:
-        """Records not yet acknowledged (queued rows count as one each)."""
-        return sum(1 for kind, _ in self.queue if kind == "row") + len(self.pending)
-
     def stop(self) -> None:
         self._stop.set()
         self._wake.set()
 
-    # -- worker side ---------------------------------------------------------------------------
+    @property
+    def circuit_open(self) -> bool:
+        return self.consecutive_failures >= BREAKER_THRESHOLD
+
+    # -- worker thread -------------------------------------------------------------------------
     def _loop(self) -> None:
         while not self._stop.is_set():
             self._wake.wait(self.flush_interval)
@@ -172,62 +199,216 @@ class BackendWorker:
 
     def _drain(self) -> None:
         while not self._stop.is_set():
-            if not self.pending:
-                rows: list[Row] = []
-                while self.queue and self.queue[0][0] == "row" and len(rows) < self.max_batch:
-                    rows.append(self.queue.popleft()[1])
-                if rows:
-                    self.pending = expand_rows(rows, self.skipped)
-                    continue
-                if not self.queue:
+            if self.pending:
+                batch = self.pending[: self.max_batch]
+                if not self._retrying("log_metrics", records=batch):
                     return
-                kind, (payload, done) = self.queue.popleft()
+                self.delivered += len(batch)
+                del self.pending[: len(batch)]
+                if self.journal is not None:
+                    self.journal.ack(self.name, batch[-1].seq)
+                continue
+            rows: list[Row] = []
+            records = 0
+            while self.queue and self.queue[0][0] == "row" and records < self.max_batch:
+                rows.append(self.queue.popleft()[1])
+                records += len(rows[-1][2])
+            if rows:
+                self.queued_rows -= len(rows)
+                self.pending = expand(rows, self.prefix, self.context.role)
+                continue
+            if self.queue:
+                kind, (payload, done) = self.queue[0]
+                if kind == "close" and self.spilled:
+                    self._catch_up()
+                    continue
+                self.queue.popleft()
                 try:
                     self._run_control(kind, payload)
                 finally:
                     done.set()
                 continue
-            batch = self.pending[: self.max_batch]
-            if not self._retrying("log_metrics", records=batch):
-                return
-            self.delivered += len(batch)
-            del self.pending[: len(batch)]
+            if self.spilled:
+                self._catch_up()
+                continue
+            return
+
+    def _catch_up(self) -> None:
+        """Read spilled rows back from the journal; resume live queueing at its end."""
+        assert self.journal is not None
+        with self._lock:
+            rows, offset, at_end = self.journal.read_rows_from(
+                self.spill_offset, max(1, self.max_queue // 2)
+            )
+            self.spill_offset = offset
+            # Rows go to the front: anything queued meanwhile is a control item logged later.
+            self.queue.extendleft(("row", row) for row in reversed(rows))
+            self.queued_rows += len(rows)
+            if at_end:
+                self.spilled = False
 
     def _run_control(self, kind: str, payload: Any) -> None:
-        if kind == "open":
-            payload["ok"] = self._retrying("open_run", attempts=3)
-            payload["result"] = self._last_result if payload["ok"] else None
-        elif kind == "attach":
-            payload["ok"] = self._retrying("attach_run", attempts=3, attach=payload["attach"])
-            payload["result"] = self._last_result if payload["ok"] else None
+        if kind in ("open", "attach"):
+
+            def succeeded(result: Any) -> None:
+                lifecycle.exit_hook_last()
+                payload["result"] = result
+                callback = payload.get("on_success")
+                if callback is not None:
+                    callback(result)
+
+            self.ready = self._retrying(
+                "open_run" if kind == "open" else "attach_run",
+                attempts=None,
+                on_first=payload.get("first"),
+                on_success=succeeded,
+                kwargs_fn=payload["kwargs"],
+            )
         elif kind == "config":
-            section: ConfigSection = payload
-            self._retrying("log_config", attempts=5, config=section, role=section.role)
+            section, config_id = payload
+            if self._retrying("log_config", attempts=None, config=section, role=section.role):
+                if self.journal is not None and config_id is not None:
+                    self.journal.ack_config(self.name, config_id)
         elif kind == "close":
-            self._retrying("close_run", attempts=2, status=payload)
-        elif kind == "call":  # an arbitrary callable run in order on this worker (tests, sync)
+            if self._retrying("close_run", attempts=2, status=payload) and self.journal is not None:
+                self.journal.ack_config(self.name, "close")
+        elif kind == "call":
             payload()
 
-    _last_result: Any = None
-
-    def _retrying(self, hook: str, attempts: int | None = None, **kwargs: Any) -> bool:
+    def _retrying(
+        self,
+        hook: str,
+        attempts: int | None = None,
+        on_first: threading.Event | None = None,
+        on_success: Callable[[Any], None] | None = None,
+        kwargs_fn: Callable[[], Mapping[str, Any]] | None = None,
+        **kwargs: Any,
+    ) -> bool:
         """Call ``hook`` until it succeeds, ``attempts`` run out, or the worker is stopped.
 
-        ``attempts`` None retries for as long as the worker lives (metric batches are never
-        dropped); the delay grows from 0.1 s to ``max_retry_delay``.
+        ``attempts`` None retries for as long as the worker lives (nothing is dropped); the delay
+        grows from 0.1 s to ``max_retry_delay``: once the circuit is open, that is one probe per
+        period while the records wait in the queue and the journal. ``kwargs_fn`` computes
+        further arguments anew for every try (it may raise: that try failed); ``on_success``
+        sees the result before ``on_first`` is set.
         """
         delay = 0.1
         tries = 0
         while not self._stop.is_set():
             tries += 1
             try:
-                self._last_result = self._call(hook, run=self.context, **kwargs)
-                return True
+                extra = kwargs_fn() if kwargs_fn is not None else {}
+                result = self._call(hook, run=self.context, **kwargs, **extra)
             except Exception as exc:  # noqa: BLE001 - failure isolation
                 self.failures.record(hook, exc)
+                self.consecutive_failures += 1
+                if self.consecutive_failures == BREAKER_THRESHOLD:
+                    self.down_since = time.monotonic()
+                    log.warning(
+                        "backend %r failed %d times in a row: bypassed for now, probing every "
+                        "%.0f s at most; its records wait in the journal",
+                        self.name,
+                        BREAKER_THRESHOLD,
+                        self.max_retry_delay,
+                    )
+                if on_first is not None:
+                    on_first.set()
                 if attempts is not None and tries >= attempts:
                     return False
+            else:
+                if self.down_since is not None:
+                    log.warning(
+                        "backend %r is back after %.1f s; delivering what it missed",
+                        self.name,
+                        time.monotonic() - self.down_since,
+                    )
+                    self.down_since = None
+                self.consecutive_failures = 0
+                if on_success is not None:
+                    on_success(result)
+                if on_first is not None:
+                    on_first.set()
+                return True
             if self._stop.wait(delay):
                 return False
             delay = min(delay * 2, self.max_retry_delay)
         return False
+
+
+class Dispatcher:
+    """The run's intake, pump thread and backend workers."""
+
+    def __init__(
+        self,
+        workers: dict[str, BackendWorker],
+        journal: Journal | None,
+        lock: threading.Lock,
+        prefix: str,
+        flush_interval: float = DEFAULT_FLUSH_INTERVAL,
+    ) -> None:
+        self.workers = workers
+        self.journal = journal
+        self.prefix = prefix
+        self.flush_interval = flush_interval
+        self.intake: deque[Row] = deque()
+        self.skipped: Counter[str] = Counter()
+        self.logged = 0
+        self._lock = lock
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="tracking-core-pump", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            self._wake.wait(self.flush_interval)
+            self._wake.clear()
+            try:
+                self.pump()
+            except Exception:  # noqa: BLE001 - never let the pump die
+                log.exception("tracking-core pump hit an internal error")
+
+    def pump(self) -> None:
+        """Journal what the caller logged since the last pump and hand it to every worker."""
+        with self._lock:
+            if not self.intake:
+                return
+            rows: list[Row] = []
+            while self.intake:
+                seq, ts, metrics, step, step_key = self.intake.popleft()
+                values: dict[str, float] = {}
+                for key, raw in metrics.items():
+                    value = to_float(raw)
+                    if value is None:
+                        self.skipped[f"{self.prefix}{key}"] += 1
+                        continue
+                    values[str(key)] = value
+                if values:
+                    rows.append((seq, ts, values, step, step_key))
+                    self.logged += len(values)
+            if not rows:
+                return
+            offset = self.journal.rows(rows) if self.journal is not None else 0
+            for worker in self.workers.values():
+                worker.enqueue_rows(rows, offset)
+                worker.wake()
+
+    def submit(self, kind: str, payload: Any) -> list[threading.Event]:
+        """Queue a control item for every worker, after every row logged so far."""
+        self.pump()
+        return [worker.submit(kind, payload) for worker in self.workers.values()]
+
+    def flush(self, timeout: float | None) -> bool:
+        self.pump()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        ok = True
+        for worker in self.workers.values():
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            ok = worker.flush(remaining) and ok
+        return ok
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        for worker in self.workers.values():
+            worker.stop()

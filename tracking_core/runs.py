@@ -8,135 +8,93 @@
 Only the selected backends are built; each is registered as a plugin under its name for the life
 of the run and unregistered when the run ends. A non-writer rank gets a :class:`NullRun` whose
 methods do nothing. A process that exits without calling ``finish`` still delivers what it logged
-(an exit hook drains every open run within ``exit_timeout``).
+(see :mod:`tracking_core.lifecycle`).
 """
 
 from __future__ import annotations
 
-import atexit
 import dataclasses
 import itertools
 import json
 import logging
 import os
-import secrets
 import socket
-import sys
 import threading
 import time
-import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import lifecycle
 from . import options as opts
 from .collectors import merge_collected
 from .context import RunContext
-from .dispatch import DEFAULT_FLUSH_INTERVAL, BackendWorker
+from .dispatch import DEFAULT_FLUSH_INTERVAL, BackendWorker, Dispatcher
 from .handle import ARGS_ATTR, RUN_ENV, RunHandle, find_handle
+from .journal import JOURNAL_DIR, Journal
 from .plugins import PluginManager, get_plugin_manager
 from .records import ConfigSection, RunStatus
 from .registry import BackendSpec
 from .selection import resolve_backend_names
+from .slots import BackendSlot
 from .writer import decide_writer
 
 log = logging.getLogger("tracking_core.runs")
 
-DEFAULT_OPEN_TIMEOUT = 120.0
+DEFAULT_OPEN_TIMEOUT = 60.0
 DEFAULT_FINISH_TIMEOUT = 30.0
 
 _seq = itertools.count()
 #: Records of one log call get consecutive sequence numbers inside a span of this size.
 ROW_SPAN = 1 << 20
-_open_runs: weakref.WeakSet[Run] = weakref.WeakSet()
-_failed = False
 
 
 def new_run_id() -> str:
-    return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(3)
+    return time.strftime("%Y%m%d-%H%M%S") + "-" + os.urandom(3).hex()
 
 
 def _options_of(args: Any, extra: Mapping[str, Any] | None) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    if args is not None:
+    if isinstance(args, Mapping):
+        out.update(args)
+    elif args is not None:
         try:
             out.update(vars(args))
         except TypeError:
-            if isinstance(args, Mapping):
-                out.update(args)
+            pass
     if extra:
         out.update(extra)
     return out
 
 
-class BackendSlot:
-    """One selected backend in this process: builds the instance on first use, registers it as a
-    plugin under the backend's name, and calls its hook implementations alone."""
-
-    def __init__(self, spec: BackendSpec, context: RunContext, manager: PluginManager) -> None:
-        self.spec = spec
-        self.context = context
-        self.manager = manager
-        self.instance: Any = None
-        self.plugin_name: str | None = None
-        self._impls: dict[str, Any] = {}
-
-    def _build(self) -> None:
-        factory = self.spec.resolve_factory()
-        instance = factory(self.context)
-        name = self.spec.name
-        n = 1
-        while self.manager.pm.get_plugin(name) is not None or name in self.manager.plugins:
-            n += 1
-            name = f"{self.spec.name}#{n}"
-        if not self.manager.register(instance, name):
-            error = self.manager.plugins.get(name)
-            self.manager.plugins.pop(name, None)
-            raise TypeError(
-                f"backend {self.spec.name!r} (plugin {self.spec.plugin!r}) built an invalid "
-                f"instance: {error.error if error else 'rejected by the plugin manager'}"
-            )
-        self.instance = instance
-        self.plugin_name = name
-        for caller in self.manager.pm.get_hookcallers(instance) or ():
-            for impl in caller.get_hookimpls():
-                if impl.plugin is instance:
-                    self._impls[caller.name] = impl
-
-    def call(self, hook: str, **kwargs: Any) -> Any:
-        if self.instance is None:
-            self._build()
-        impl = self._impls.get(hook)
-        if impl is None:
-            return None
-        return impl.function(**{k: kwargs[k] for k in impl.argnames if k in kwargs})
-
-    def release(self) -> None:
-        if self.plugin_name is not None:
-            self.manager.unregister(self.plugin_name)
-            self.plugin_name = None
-
-
 @dataclass
 class FinishSummary:
+    """What ``finish`` achieved, per backend: delivered records, what is left, failure counts."""
+
     status: RunStatus
     drained: bool
+    logged: int = 0
+    journal: str | None = None
+    skipped: dict[str, int] = field(default_factory=dict)
     backends: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def describe(self) -> str:
         parts = []
         for name, info in self.backends.items():
             text = f"{name}: {info['delivered']} records delivered"
-            if info["backlog"]:
-                text += f", {info['backlog']} NOT delivered"
+            if info["undelivered"]:
+                text += f", {info['undelivered']} NOT delivered"
             if info["failures"]:
                 failures = ", ".join(f"{k} x{v}" for k, v in info["failures"].items())
                 text += f", failures: {failures}"
-            if info["skipped"]:
-                text += f", non-numeric values skipped: {sum(info['skipped'].values())}"
             parts.append(text)
-        return f"run {self.status.value}; " + ("; ".join(parts) or "no backends")
+        text = f"run {self.status.value}; " + ("; ".join(parts) or "no backends")
+        if self.skipped:
+            text += f"; non-numeric values skipped: {sum(self.skipped.values())}"
+        if self.journal:
+            text += f"; what is missing is kept in {self.journal}: run `tracking-core sync`"
+        return text
 
 
 class Run:
@@ -151,24 +109,24 @@ class Run:
         primary: bool,
         role: str | None,
         slots: dict[str, BackendSlot],
-        workers: dict[str, BackendWorker],
+        dispatcher: Dispatcher,
+        journal: Journal | None,
         args: Any = None,
-        metric_prefix: str | None = None,
-        exit_timeout: float = DEFAULT_FINISH_TIMEOUT,
+        exit_timeout: float | None = None,
     ) -> None:
         self.handle = handle
         self.primary = primary
         self.role = role
         self.args = args
+        self.metric_prefix = dispatcher.prefix
         self._slots = slots
-        self._workers = workers
-        self.metric_prefix = (
-            metric_prefix if metric_prefix is not None else (f"{role}/" if role else "")
-        )
-        self.exit_timeout = exit_timeout
+        self._dispatcher = dispatcher
+        self._append = dispatcher.intake.append
+        self.journal = journal
+        self.exit_timeout = exit_timeout if exit_timeout is not None else lifecycle.exit_timeout()
         self.finished: FinishSummary | None = None
         self._lock = threading.Lock()
-        _open_runs.add(self)
+        lifecycle.register(self)
 
     @property
     def run_id(self) -> str:
@@ -176,7 +134,7 @@ class Run:
 
     @property
     def backends(self) -> list[str]:
-        return list(self._workers)
+        return list(self._dispatcher.workers)
 
     # -- config --------------------------------------------------------------------------------
     def log_config(
@@ -189,8 +147,8 @@ class Run:
 
         By default a primary logs the launch config and a secondary its own role's. The config
         is converted, redacted and keyed (see the README's key convention), saved as JSON in the
-        run directory and queued for every backend. ``report`` adds entries to the section's
-        report (collector conflicts, say). Returns the section that was logged.
+        run directory, journaled and queued for every backend. ``report`` adds entries to the
+        section's report (collector conflicts, say). Returns the section that was logged.
         """
         from .config import build_section, config_json
 
@@ -199,8 +157,8 @@ class Run:
         if report:
             section = dataclasses.replace(section, report={**section.report, **report})
         self._save_config(section, config_json(section))
-        for worker in self._workers.values():
-            worker.submit("config", section)
+        config_id = self.journal.config(section) if self.journal is not None else None
+        self._dispatcher.submit("config", (section, config_id))
         return section
 
     def _save_config(self, section: ConfigSection, text: str) -> None:
@@ -226,55 +184,59 @@ class Run:
         are converted to float in the background (Python, numpy or torch scalars); a value that
         is not a number is skipped and counted in the finish summary.
         """
-        if self.finished is not None:
-            return
-        row = (next(_seq) * ROW_SPAN, time.time(), dict(metrics), step, step_key, self.metric_prefix, self.role)
-        for worker in self._workers.values():
-            worker.put_row(row)
+        if self.finished is None:
+            self._append((next(_seq) * ROW_SPAN, time.time(), dict(metrics), step, step_key))
 
     # -- lifecycle -----------------------------------------------------------------------------
     def flush(self, timeout: float | None = DEFAULT_FINISH_TIMEOUT) -> bool:
         """Deliver what was logged so far to every backend; True if all of it arrived in time."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        ok = True
-        for worker in self._workers.values():
-            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-            ok = worker.flush(remaining) and ok
-        return ok
+        return self._dispatcher.flush(timeout)
 
     def finish(
         self, timeout: float = DEFAULT_FINISH_TIMEOUT, status: RunStatus | str | None = None
     ) -> FinishSummary:
         """Drain within ``timeout`` seconds and close: a primary ends the run with ``status``
-        (FINISHED unless the process is failing), a secondary flushes and detaches."""
+        (FINISHED, or FAILED when the process is dying of an exception), a secondary flushes and
+        detaches. What a backend did not acknowledge in time stays in the journal."""
         with self._lock:
             if self.finished is not None:
                 return self.finished
-            if status is None:
-                status = RunStatus.FAILED if _failed else RunStatus.FINISHED
-            status = RunStatus(status)
+            status = RunStatus(status) if status is not None else lifecycle.default_status()
             deadline = time.monotonic() + timeout
-            events = [w.submit("close", status) for w in self._workers.values()]
+            events = self._dispatcher.submit("close", status)
             for event in events:
                 event.wait(max(0.0, deadline - time.monotonic()))
-            drained = self.flush(max(0.0, deadline - time.monotonic()))
-            summary = FinishSummary(status, drained)
-            for name, worker in self._workers.items():
-                worker.stop()
-                summary.backends[name] = {
-                    "delivered": worker.delivered,
-                    "backlog": worker.backlog(),
-                    "failures": dict(worker.failures.counts),
-                    "skipped": dict(worker.skipped),
-                }
+            drained = self._dispatcher.flush(max(0.0, deadline - time.monotonic()))
+            self._dispatcher.stop()
+            summary = self._summarise(status, drained)
             for slot in self._slots.values():
                 slot.release()
             self.finished = summary
-            _open_runs.discard(self)
-        level = logging.INFO if drained and not any(
-            b["failures"] for b in summary.backends.values()
-        ) else logging.WARNING
+            lifecycle.unregister(self)
+        level = logging.INFO if drained and not summary.journal else logging.WARNING
         log.log(level, "tracking-core %s", summary.describe())
+        return summary
+
+    def _summarise(self, status: RunStatus, drained: bool) -> FinishSummary:
+        dispatcher = self._dispatcher
+        summary = FinishSummary(
+            status, drained, logged=dispatcher.logged, skipped=dict(dispatcher.skipped)
+        )
+        complete = drained
+        for name, worker in dispatcher.workers.items():
+            undelivered = max(0, dispatcher.logged - worker.delivered)
+            complete = complete and undelivered == 0
+            summary.backends[name] = {
+                "delivered": worker.delivered,
+                "undelivered": undelivered,
+                "failures": dict(worker.failures.counts),
+                "spills": worker.spills,
+            }
+        if self.journal is not None:
+            self.journal.end(status.value)
+            if not complete:
+                summary.journal = str(self.journal.path)
+            self.journal.close(remove=complete)
         return summary
 
     def __enter__(self) -> Run:
@@ -295,6 +257,7 @@ class NullRun:
     is_writer = False
     backends: list[str] = []
     finished = None
+    journal = None
 
     def __init__(self, handle: RunHandle | None, role: str | None) -> None:
         self.handle = handle
@@ -304,7 +267,7 @@ class NullRun:
     def run_id(self) -> str | None:
         return self.handle.run_id if self.handle else None
 
-    def log_config(self, config: Any, role: Any = ...) -> None:
+    def log_config(self, config: Any, role: Any = ..., report: Any = None) -> None:
         return None
 
     def log_metrics(self, metrics: Any, step: Any = None, step_key: Any = None) -> None:
@@ -323,7 +286,12 @@ class NullRun:
         return None
 
 
-def _make_slots(
+def _journal_path(handle: RunHandle, label: str) -> Path:
+    stamp = f"{time.time_ns() // 1_000_000:x}"
+    return Path(handle.tracking_dir) / JOURNAL_DIR / handle.run_id / f"{label}-{stamp}.jsonl"
+
+
+def _build(
     specs: Sequence[BackendSpec],
     manager: PluginManager,
     *,
@@ -331,12 +299,31 @@ def _make_slots(
     primary: bool,
     role: str | None,
     rank: int | None,
+    prefix: str,
     options: Mapping[str, Any],
     tags: Mapping[str, str],
     resume: bool,
     flush_interval: float,
-) -> tuple[dict[str, BackendSlot], dict[str, BackendWorker]]:
-    label = "primary" if primary else f"{role}-r{rank if rank is not None else 0}-p{os.getpid()}"
+    journal: bool,
+) -> tuple[dict[str, BackendSlot], Dispatcher, Journal | None]:
+    label = "primary" if primary else f"{role}-r{rank if rank is not None else 0}"
+    label = f"{label}-p{os.getpid()}"
+    journal_obj = None
+    if journal and specs:
+        journal_obj = Journal(
+            _journal_path(handle, label),
+            {
+                "handle": json.loads(handle.to_json()),
+                "primary": primary,
+                "role": role,
+                "prefix": prefix,
+                "label": label,
+                "pid": os.getpid(),
+                "host": socket.gethostname(),
+                "backends": [s.name for s in specs],
+            },
+        )
+    lock = threading.Lock()
     slots: dict[str, BackendSlot] = {}
     workers: dict[str, BackendWorker] = {}
     for spec in specs:
@@ -359,9 +346,35 @@ def _make_slots(
             spec.name,
             slot.call,
             context,
+            prefix=prefix,
+            journal=journal_obj,
+            lock=lock,
             flush_interval=flush_interval,
         )
-    return slots, workers
+    dispatcher = Dispatcher(workers, journal_obj, lock, prefix, flush_interval)
+    return slots, dispatcher, journal_obj
+
+
+def _attach_kwargs(handle: RunHandle, name: str) -> Any:
+    """The ``attach_run`` arguments for backend ``name``, re-reading the saved handle while the
+    primary has not been able to open the run there yet (its entry is ``{"pending": true}``)."""
+
+    def kwargs() -> dict[str, Any]:
+        entry = handle.backends.get(name) or {}
+        if entry.get("pending"):
+            try:
+                entry = RunHandle.parse(handle.run_dir).backends.get(name) or {}
+            except ValueError:
+                entry = {"pending": True}
+            if entry.get("pending"):
+                raise RuntimeError(
+                    f"the run is not open in {name!r} yet (the primary could not reach it); "
+                    "records are kept in the journal meanwhile"
+                )
+            handle.backends[name] = entry
+        return {"attach": entry}
+
+    return kwargs
 
 
 def start_run(
@@ -372,21 +385,24 @@ def start_run(
     tracking_dir: str | os.PathLike[str] | None = None,
     name: str | None = None,
     run_id: str | None = None,
-    handle: RunHandle | Mapping[str, Any] | str | None = None,
+    handle: RunHandle | Mapping[str, Any] | str | os.PathLike[str] | None = None,
     key_style: str | None = None,
     options: Mapping[str, Any] | None = None,
     tags: Mapping[str, str] | None = None,
     open_timeout: float = DEFAULT_OPEN_TIMEOUT,
     flush_interval: float = DEFAULT_FLUSH_INTERVAL,
+    journal: bool = True,
     export: bool = True,
 ) -> Run:
     """Open the job's run in every selected backend (call this once, in the driver).
 
     ``config`` (any host object; default ``args``) is logged as the launch config. Backends are
     chosen by ``backends``, else ``args.tracking_backends``, ``$TRACKING_CORE_BACKENDS``, the
-    host's own switches, then the embedded default. ``handle`` resumes an existing run. The
-    returned run's ``handle`` is saved in the run directory and, with ``export``, put in
-    ``$TRACKING_CORE_RUN`` and on ``args.tracking_run`` so that child processes can attach.
+    host's own switches, then the embedded default. ``handle`` resumes an existing run. A backend
+    that cannot be reached within ``open_timeout`` stays in the run: its records are journaled
+    and delivered when it comes back (or by ``tracking-core sync``). The handle is saved in the
+    run directory and, with ``export``, put in ``$TRACKING_CORE_RUN`` and on
+    ``args.tracking_run`` so that child processes can attach.
     """
     manager = get_plugin_manager()
     resumed = RunHandle.parse(handle) if handle is not None else None
@@ -396,64 +412,76 @@ def start_run(
     else:
         names, source = resolve_backend_names(args=args, explicit=backends, manager=manager)
     specs = manager.select(names)
-    tdir = Path(opts.tracking_dir(args, tracking_dir)).absolute()
     if resumed is not None:
         run_handle = resumed
-        run_handle.tracking_dir = run_handle.tracking_dir or str(tdir)
     else:
         rid = run_id or new_run_id()
         run_handle = RunHandle(
             run_id=rid,
             name=name or rid,
-            tracking_dir=str(tdir),
+            tracking_dir=str(Path(opts.tracking_dir(args, tracking_dir)).absolute()),
             key_style=opts.key_style(args, key_style),
         )
-    slots, workers = _make_slots(
+    slots, dispatcher, journal_obj = _build(
         specs,
         manager,
         handle=run_handle,
         primary=True,
         role=None,
         rank=decide_writer().rank,
+        prefix="",
         options=_options_of(args, options),
         tags=tags or {},
         resume=resumed is not None,
         flush_interval=flush_interval,
+        journal=journal,
     )
-    pending = {}
-    for spec_name, worker in workers.items():
-        if resumed is not None:
-            payload = {"attach": resumed.backends.get(spec_name, {})}
-            pending[spec_name] = (payload, worker.submit("attach", payload))
+    payloads: dict[str, dict[str, Any]] = {}
+    for spec_name, worker in dispatcher.workers.items():
+        entry = run_handle.backends.get(spec_name) or {}
+
+        def on_success(result: Any, spec_name: str = spec_name) -> None:
+            run_handle.backends[spec_name] = json.loads(json.dumps(dict(result or {}), default=str))
+            if payloads[spec_name].get("late"):
+                run_handle.save()
+                log.warning("backend %r is reachable now: the run is open there", spec_name)
+
+        payload: dict[str, Any] = {"first": threading.Event(), "on_success": on_success}
+        if resumed is not None and entry and not entry.get("pending"):
+            payload["kwargs"] = _attach_kwargs(run_handle, spec_name)
+            worker.submit("attach", payload)
         else:
-            payload = {}
-            pending[spec_name] = (payload, worker.submit("open", payload))
+            payload["kwargs"] = dict
+            worker.submit("open", payload)
+        payloads[spec_name] = payload
     deadline = time.monotonic() + open_timeout
-    for spec_name, (payload, event) in pending.items():
-        event.wait(max(0.0, deadline - time.monotonic()))
-        if not payload.get("ok"):
+    for spec_name, payload in payloads.items():
+        payload["first"].wait(max(0.0, deadline - time.monotonic()))
+        if "result" not in payload:
+            payload["late"] = True
+            run_handle.backends[spec_name] = {"pending": True}
             log.warning(
-                "backend %r could not %s the run within %.0f s; it is left out of this run "
-                "(see the warning above for the cause)",
+                "backend %r could not %s the run yet (see the warning above); it stays in the "
+                "run: records are journaled and delivered when it is back, or by "
+                "`tracking-core sync`",
                 spec_name,
                 "resume" if resumed else "open",
-                open_timeout,
             )
-            workers.pop(spec_name).stop()
-            slots.pop(spec_name).release()
-            continue
-        result = payload.get("result")
-        if result is not None:
-            run_handle.backends[spec_name] = json.loads(json.dumps(dict(result), default=str))
-        else:
-            run_handle.backends.setdefault(spec_name, {})
-    run = Run(run_handle, primary=True, role=None, slots=slots, workers=workers, args=args)
+    run = Run(
+        run_handle,
+        primary=True,
+        role=None,
+        slots=slots,
+        dispatcher=dispatcher,
+        journal=journal_obj,
+        args=args,
+    )
     path = run_handle.save()
     log.info(
         "tracking-core run %s %s with %s (selected by %s); run handle saved to %s",
         run_handle.run_id,
         "resumed" if resumed else "started",
-        ", ".join(workers) or "no backend",
+        ", ".join(dispatcher.workers) or "no backend",
         source,
         path,
     )
@@ -481,13 +509,15 @@ def attach(
     metric_prefix: str | None = None,
     options: Mapping[str, Any] | None = None,
     flush_interval: float = DEFAULT_FLUSH_INTERVAL,
+    journal: bool = True,
 ) -> Run | NullRun:
     """Attach this process to the job's run as ``role`` (never a collective call).
 
     The handle comes from ``handle``, ``args.tracking_run`` or ``$TRACKING_CORE_RUN``. Only the
     role's writer rank (see :mod:`tracking_core.writer`; ``writer`` overrides) gets a live run;
     the others get a :class:`NullRun`. The writer logs the role's config: ``config`` merged with
-    what every collector returns for the role (``collect=False`` skips them).
+    what every collector returns for the role (``collect=False`` skips the collectors).
+    Metric names get ``metric_prefix`` (default ``"<role>/"``; ``""`` passes names through).
     """
     run_handle = find_handle(handle, args)
     if run_handle is None:
@@ -501,31 +531,33 @@ def attach(
         return NullRun(run_handle, role)
     manager = get_plugin_manager()
     specs = manager.select(list(run_handle.backends))
-    slots, workers = _make_slots(
+    slots, dispatcher, journal_obj = _build(
         specs,
         manager,
         handle=run_handle,
         primary=False,
         role=role,
         rank=decision.rank,
+        prefix=metric_prefix if metric_prefix is not None else f"{role}/",
         options=_options_of(args, options),
         tags={},
         resume=False,
         flush_interval=flush_interval,
+        journal=journal,
     )
-    for spec_name, worker in workers.items():
-        worker.submit("attach", {"attach": run_handle.backends.get(spec_name, {})})
+    for spec_name, worker in dispatcher.workers.items():
+        worker.submit("attach", {"kwargs": _attach_kwargs(run_handle, spec_name)})
     run = Run(
         run_handle,
         primary=False,
         role=role,
         slots=slots,
-        workers=workers,
+        dispatcher=dispatcher,
+        journal=journal_obj,
         args=args,
-        metric_prefix=metric_prefix,
     )
     log.info(
-        "tracking-core: %s attached to run %s as role %r (%s; host %s)",
+        "tracking-core: process %s attached to run %s as role %r (%s; host %s)",
         os.getpid(),
         run_handle.run_id,
         role,
@@ -556,24 +588,3 @@ def _as_mapping(config: Any) -> Mapping[str, Any]:
 
         plain, _ = to_plain(config)
         return plain
-
-
-# -- process exit -------------------------------------------------------------------------------
-def _excepthook(exc_type: Any, exc: Any, tb: Any) -> None:
-    global _failed
-    _failed = True
-    _previous_excepthook(exc_type, exc, tb)
-
-
-_previous_excepthook = sys.excepthook
-sys.excepthook = _excepthook
-
-
-@atexit.register
-def _finish_at_exit() -> None:
-    """Deliver what every unfinished run logged before the interpreter goes."""
-    for run in list(_open_runs):
-        try:
-            run.finish(timeout=run.exit_timeout)
-        except Exception:  # noqa: BLE001 - never fail an exiting process
-            log.exception("tracking-core could not finish run %s at exit", run.run_id)

@@ -244,7 +244,7 @@ def test_hook_log_metrics(recorder: type[Recorder]) -> None:
     ]
     assert [r.value for r in records] == [1.0 / (s + 1) for s in range(5)]
     assert len({r.seq for r in records}) == 5 and all(r.timestamp > 0 for r in records)
-    assert summary.backends["recorder"]["skipped"] == {"actor/note": 5}
+    assert summary.skipped == {"actor/note": 5}
     critic = [r for batch in Recorder.instances[2].of("log_metrics") for r in batch]
     assert [(r.name, r.axis) for r in critic] == [("train/critic-value_loss", "train/step")]
 

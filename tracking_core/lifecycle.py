@@ -1,0 +1,110 @@
+"""How runs end when the process does: normal exit, uncaught exception, SIGTERM.
+
+* **Normal exit without ``finish()``** (slime's training actors never call it): an exit hook
+  finishes every open run, draining within ``$TRACKING_CORE_EXIT_TIMEOUT`` seconds (default 30);
+  what a dead tracker did not take stays in the journal for ``tracking-core sync``.
+* **Uncaught exception**: the primary's run ends FAILED.
+* **SIGTERM**: every open run is finished with status KILLED, then the handler that was installed
+  before ours runs (or the default action: the process ends with SIGTERM).
+* **SIGKILL**: nothing runs; the journal holds everything logged up to the last flush interval
+  (0.5 s by default), and ``tracking-core sync`` delivers it.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import signal
+import sys
+import threading
+import weakref
+from typing import TYPE_CHECKING, Any
+
+from .records import RunStatus
+
+if TYPE_CHECKING:
+    from .runs import Run
+
+log = logging.getLogger("tracking_core.lifecycle")
+
+EXIT_TIMEOUT_ENV = "TRACKING_CORE_EXIT_TIMEOUT"
+
+_open_runs: weakref.WeakSet[Run] = weakref.WeakSet()
+_failing = False
+_installed = False
+_previous_sigterm: Any = None
+
+
+def exit_timeout() -> float:
+    try:
+        return float(os.environ.get(EXIT_TIMEOUT_ENV, "30"))
+    except ValueError:
+        return 30.0
+
+
+def default_status() -> RunStatus:
+    return RunStatus.FAILED if _failing else RunStatus.FINISHED
+
+
+def register(run: Run) -> None:
+    _install()
+    _open_runs.add(run)
+
+
+def unregister(run: Run) -> None:
+    _open_runs.discard(run)
+
+
+def finish_all(status: RunStatus | None = None) -> None:
+    for run in list(_open_runs):
+        try:
+            run.finish(timeout=run.exit_timeout, status=status)
+        except Exception:  # noqa: BLE001 - never fail an exiting process
+            log.exception("tracking-core could not finish run %s", run.run_id)
+
+
+def exit_hook_last() -> None:
+    """Move our exit hook to run first (exit hooks run last-registered first): trackers such as
+    wandb register their own teardown when a run opens, and ours must drain before it."""
+    if _installed:
+        atexit.unregister(finish_all)
+        atexit.register(finish_all)
+
+
+def _excepthook(exc_type: Any, exc: Any, tb: Any) -> None:
+    global _failing
+    if not issubclass(exc_type, KeyboardInterrupt):
+        _failing = True
+    _previous_excepthook(exc_type, exc, tb)
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    finish_all(RunStatus.KILLED)
+    previous = _previous_sigterm
+    if callable(previous):
+        previous(signum, frame)
+    elif previous == signal.SIG_IGN:
+        return
+    else:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+_previous_excepthook = sys.excepthook
+
+
+def _install() -> None:
+    """Install the exit hook, the excepthook and the SIGTERM handler, once per process."""
+    global _installed, _previous_sigterm
+    if _installed:
+        return
+    _installed = True
+    atexit.register(finish_all)
+    sys.excepthook = _excepthook
+    if threading.current_thread() is threading.main_thread():
+        try:
+            _previous_sigterm = signal.getsignal(signal.SIGTERM)
+            signal.signal(signal.SIGTERM, _on_sigterm)
+        except (ValueError, OSError):  # an embedded interpreter without signal support
+            _previous_sigterm = None
