@@ -73,6 +73,24 @@ def _cmd_diff(ns: argparse.Namespace) -> int:
     return diff_command(ns.run, ns.roles, opts.tracking_dir(ns))
 
 
+def _cmd_sync(ns: argparse.Namespace) -> int:
+    from .sync import sync
+
+    path = ns.path or opts.tracking_dir(ns)
+    report = sync(path, stream=None if ns.quiet else sys.stderr)
+    print(
+        f"synced {report.records} records and {report.configs} configs from {report.journals} "
+        f"journal(s) under {path}; {len(report.removed)} complete journal(s) removed"
+    )
+    for item in report.opened:
+        print(f"  opened the run in {item.split(':', 1)[1]} (it was never reached)")
+    for item in report.skipped_live:
+        print(f"  skipped {item}: still held by a running process")
+    for error in report.errors:
+        print(f"  ERROR {error}", file=sys.stderr)
+    return 1 if report.errors else 0
+
+
 def _cmd_demo(ns: argparse.Namespace) -> int:
     from slime_integration.demo.driver import run_demo
 
@@ -102,6 +120,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--roles", nargs=2, default=["actor", "critic"], metavar="ROLE")
     p.add_argument("--tracking-dir", default=None)
     p.set_defaults(func=_cmd_diff)
+
+    p = sub.add_parser("sync", help="replay journals to the backends that lack their records")
+    p.add_argument("path", nargs="?", default=None, help="a tracking directory, journal folder or file (default: the tracking directory)")
+    p.add_argument("--tracking-dir", default=None)
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=_cmd_sync)
 
     p = sub.add_parser(
         "demo",

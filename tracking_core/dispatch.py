@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections import Counter, deque
@@ -37,6 +38,7 @@ Row = tuple[int, float, Mapping[str, Any], "int | None", "str | None"]
 DEFAULT_FLUSH_INTERVAL = 0.5
 MAX_BATCH = 1000
 MAX_QUEUE_ROWS = 20_000
+MAX_QUEUE_ENV = "TRACKING_CORE_MAX_QUEUE_ROWS"
 BREAKER_THRESHOLD = 3
 MAX_RETRY_DELAY = 10.0
 
@@ -99,7 +101,7 @@ class BackendWorker:
         lock: threading.Lock | None = None,
         flush_interval: float = DEFAULT_FLUSH_INTERVAL,
         max_batch: int = MAX_BATCH,
-        max_queue: int = MAX_QUEUE_ROWS,
+        max_queue: int | None = None,
         max_retry_delay: float = MAX_RETRY_DELAY,
     ) -> None:
         self.name = name
@@ -110,7 +112,7 @@ class BackendWorker:
         self._lock = lock or threading.Lock()
         self.flush_interval = flush_interval
         self.max_batch = max_batch
-        self.max_queue = max_queue
+        self.max_queue = max_queue or int(os.environ.get(MAX_QUEUE_ENV, MAX_QUEUE_ROWS))
         self.max_retry_delay = max_retry_delay
         self.queue: deque[tuple[str, Any]] = deque()
         self.queued_rows = 0

@@ -24,6 +24,7 @@ deleted at finish; one that is left over is replayed by ``tracking-core sync``.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import math
 import os
@@ -76,6 +77,9 @@ class Journal:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
         self._fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
+        # Held for the life of the writing process: `tracking-core sync` leaves a locked journal
+        # alone. The lock goes with the process, however it ends.
+        fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         self._lock = threading.Lock()
         self.size = 0
         self._config_ids = 0

@@ -1,0 +1,221 @@
+"""Never lose: journal, spill, circuit breaker, SIGKILL and `tracking-core sync`."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from tests.core.conftest import make_dist, run_python
+
+# A real backend whose tracker is a file; it is "down" while the marker file exists.
+GATED = """
+    import json, os
+    import tracking_core
+
+    class Gated:
+        def __init__(self, run):
+            self.out = os.environ["GATED_OUT"]
+            self.down = os.environ["GATED_DOWN"]
+
+        def _check(self):
+            if os.path.exists(self.down):
+                raise ConnectionError("gated tracker is down")
+
+        @tracking_core.hookimpl
+        def open_run(self, run):
+            self._check()
+            return {"opened": run.run_id}
+
+        @tracking_core.hookimpl
+        def attach_run(self, run, attach):
+            self._check()
+
+        @tracking_core.hookimpl
+        def log_config(self, config, role):
+            self._check()
+            with open(self.out, "a") as fh:
+                fh.write(json.dumps({"config": config.namespace}) + "\\n")
+
+        @tracking_core.hookimpl
+        def log_metrics(self, records):
+            self._check()
+            with open(self.out, "a") as fh:
+                fh.write("".join(json.dumps({"name": r.name, "step": r.step, "value": r.value}) + "\\n" for r in records))
+
+        @tracking_core.hookimpl
+        def close_run(self, status, run):
+            self._check()
+            if run.primary:
+                with open(self.out, "a") as fh:
+                    fh.write(json.dumps({"status": status.value}) + "\\n")
+
+    @tracking_core.hookimpl
+    def register_backends(register):
+        register("gated", Gated)
+"""
+
+
+@pytest.fixture
+def gated(site: Path, tmp_path: Path) -> dict[str, str]:
+    make_dist(site, "gated-tracking", {"gated": "gated_plugin"}, {"gated_plugin": GATED})
+    return {
+        "GATED_OUT": str(tmp_path / "gated.jsonl"),
+        "GATED_DOWN": str(tmp_path / "down"),
+        "PYTHONPATH": f"{site}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+    }
+
+
+def _delivered(env: dict[str, str]) -> list[dict]:
+    path = Path(env["GATED_OUT"])
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def _sync(tracking_dir: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tracking_core.cli", "sync", str(tracking_dir)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env},
+        timeout=120,
+    )
+
+
+JOB = """
+    import sys, time, tracking_core
+    run = tracking_core.start_run(backends=["gated", "jsonl"], tracking_dir=sys.argv[1],
+                                  config={{"lr": 0.1}}, open_timeout=5)
+    child = tracking_core.attach(role="actor", writer=True, collect=False, config={{"lr": 0.2}})
+    for step in range({steps}):
+        child.log_metrics({{"loss": step / 10, "reward": step}}, step=step, step_key="train/step")
+        {during}
+    print(run.run_id, flush=True)
+    {end}
+"""
+
+
+def _job(tmp_path: Path, env: dict[str, str], steps: int, during: str = "pass", end: str = "",
+         extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    code = textwrap.dedent(JOB.format(steps=steps, during=during, end=end))
+    return subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "td")],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env, "TRACKING_CORE_EXIT_TIMEOUT": "3", **(extra_env or {})},
+        timeout=120,
+    )
+
+
+@pytest.mark.slow
+def test_tracker_down_for_the_whole_run_then_sync(gated: dict[str, str], tmp_path: Path) -> None:
+    Path(gated["GATED_DOWN"]).write_text("down")
+    started = time.monotonic()
+    out = _job(tmp_path, gated, 300)
+    assert out.returncode == 0, out.stderr
+    assert time.monotonic() - started < 30  # bounded exit with the tracker down
+    assert "run `tracking-core sync`" in out.stderr
+    assert out.stderr.count("gated tracker is down") <= 3  # one report per kind of failure
+    assert _delivered(gated) == []
+    os.unlink(gated["GATED_DOWN"])
+    first = _sync(tmp_path / "td", gated)
+    assert first.returncode == 0, first.stderr
+    assert "synced 600 records" in first.stdout
+    delivered = _delivered(gated)
+    metrics = Counter((d["name"], d["step"]) for d in delivered if "name" in d)
+    assert metrics == Counter({(n, s): 1 for n in ("actor/loss", "actor/reward") for s in range(300)})
+    assert {d["config"] for d in delivered if "config" in d} == {"launch", "actor"}
+    assert [d["status"] for d in delivered if "status" in d] == ["FINISHED"]
+    second = _sync(tmp_path / "td", gated)
+    assert second.returncode == 0 and "synced 0 records" in second.stdout
+    assert len(_delivered(gated)) == len(delivered)
+    handle = json.loads(next((tmp_path / "td" / "runs").glob("*/handle.json")).read_text())
+    assert handle["backends"]["gated"] == {"opened": handle["run_id"]}
+
+
+@pytest.mark.slow
+def test_tracker_down_mid_run_recovers_exactly_once(gated: dict[str, str], tmp_path: Path) -> None:
+    down = gated["GATED_DOWN"]
+    during = (
+        f"if step == 100: open({down!r}, 'w').close()\n"
+        f"        if step == 400: __import__('os').unlink({down!r})\n"
+        "        time.sleep(0.002)"
+    )
+    out = _job(tmp_path, gated, 600, during=during, end="child.finish(); run.finish()",
+               extra_env={"TRACKING_CORE_MAX_QUEUE_ROWS": "50"})
+    assert out.returncode == 0, out.stderr
+    assert "is back after" in out.stderr and "wait in the journal" in out.stderr
+    metrics = Counter((d["name"], d["step"]) for d in _delivered(gated) if "name" in d)
+    assert metrics == Counter({(n, s): 1 for n in ("actor/loss", "actor/reward") for s in range(600)})
+    assert not list((tmp_path / "td" / "journal").rglob("*.jsonl"))  # complete: removed
+
+
+@pytest.mark.slow
+def test_sigkill_loses_at_most_the_last_flush_interval(gated: dict[str, str], tmp_path: Path) -> None:
+    Path(gated["GATED_DOWN"]).write_text("down")
+    code = textwrap.dedent(
+        """
+        import sys, time, tracking_core
+        run = tracking_core.start_run(backends=["gated"], tracking_dir=sys.argv[1], open_timeout=2)
+        step = 0
+        while True:
+            run.log_metrics({"x": float(step)}, step=step)
+            if step % 50 == 0:
+                print(step, time.time(), flush=True)
+            step += 1
+            time.sleep(0.001)
+        """
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, str(tmp_path / "td")],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **gated},
+    )
+    assert proc.stdout is not None
+    printed: list[tuple[int, float]] = []
+    started = time.monotonic()
+    for line in proc.stdout:
+        printed.append((int(line.split()[0]), float(line.split()[1])))
+        if time.monotonic() - started > 6:
+            break
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    killed_at = time.time()
+    os.unlink(gated["GATED_DOWN"])
+    out = _sync(tmp_path / "td", gated)
+    assert out.returncode == 0, out.stderr
+    steps = sorted(d["step"] for d in _delivered(gated) if "name" in d)
+    assert steps == list(range(len(steps)))  # a prefix, no gaps, no duplicates
+    # everything logged more than one flush interval (0.5 s, plus scheduling slack) before the
+    # kill is there
+    old_enough = [step for step, at in printed if at < killed_at - 0.5 - 0.3]
+    assert old_enough and steps[-1] >= old_enough[-1]
+    assert steps[-1] > 1000
+    assert [d["status"] for d in _delivered(gated) if "status" in d] == ["KILLED"]
+
+
+def test_sigterm_finishes_the_run_killed(tmp_path: Path) -> None:
+    code = textwrap.dedent(
+        f"""
+        import os, signal, tracking_core
+        run = tracking_core.start_run(backends=["jsonl"], tracking_dir={str(tmp_path)!r})
+        for step in range(100):
+            run.log_metrics({{"x": step}}, step=step)
+        print(run.run_id, flush=True)
+        os.kill(os.getpid(), signal.SIGTERM)
+        """
+    )
+    out = run_python(code)
+    assert out.returncode == -signal.SIGTERM
+    run_id = out.stdout.strip()
+    lines = [json.loads(x) for x in (tmp_path / "jsonl" / run_id / "primary.jsonl").read_text().splitlines()]
+    assert sum(1 for x in lines if x["type"] == "metric") == 100
+    assert lines[-1] == {**lines[-1], "type": "status", "status": "KILLED"}

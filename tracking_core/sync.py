@@ -1,0 +1,215 @@
+"""``tracking-core sync``: replay journals left by crashed, killed or offline runs.
+
+Each journal says which records and configs every backend acknowledged; sync sends each backend
+only what it lacks, appends the acknowledgements to the journal (so a second sync adds nothing)
+and removes journals that are complete. A run that never reached a backend (its entry in the run
+handle is ``pending``) is opened there first, once, and the saved handle is updated. Journals still
+held by a live process (a file lock) are left alone.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import logging
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from .context import RunContext
+from .dispatch import MAX_BATCH, expand
+from .handle import HANDLE_FILE, RunHandle
+from .journal import JournalState, find_journals, read_journal, section_from_dict
+from .plugins import get_plugin_manager
+from .records import RunStatus
+from .slots import BackendSlot
+
+log = logging.getLogger("tracking_core.sync")
+
+
+@dataclass
+class SyncReport:
+    journals: int = 0
+    records: int = 0
+    configs: int = 0
+    opened: list[str] = field(default_factory=list)
+    skipped_live: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+
+
+class _Progress:
+    def __init__(self, total: int, stream: TextIO | None) -> None:
+        self.total = total
+        self.done = 0
+        self.stream = stream
+
+    def advance(self, n: int, label: str) -> None:
+        self.done += n
+        if self.stream is None or not self.total:
+            return
+        width = 30
+        filled = int(width * self.done / self.total)
+        self.stream.write(
+            f"\rsync [{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} records"
+            f"  {label[:40]:<40}"
+        )
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.stream is not None and self.total:
+            self.stream.write("\n")
+
+
+def _locked_by_live_process(path: Path) -> bool:
+    with open(path, "rb") as fh:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+    return False
+
+
+def _append(path: Path, objs: list[dict[str, Any]]) -> None:
+    data = "".join(json.dumps(o, separators=(",", ":")) + "\n" for o in objs).encode()
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+
+
+def _handle_for(state: JournalState) -> RunHandle:
+    recorded = RunHandle.from_mapping(state.meta["handle"])
+    saved = recorded.run_dir / HANDLE_FILE
+    if saved.exists():
+        try:
+            return RunHandle.parse(saved)
+        except ValueError:
+            pass
+    return recorded
+
+
+def _context(state: JournalState, handle: RunHandle, backend: str, *, primary: bool) -> RunContext:
+    return RunContext(
+        backend=backend,
+        run_id=handle.run_id,
+        name=handle.name,
+        primary=primary,
+        tracking_dir=Path(handle.tracking_dir),
+        role=state.meta.get("role"),
+        label=f"sync-{state.meta.get('label', 'unknown')}",
+        resume=True,
+    )
+
+
+def _complete(state: JournalState) -> bool:
+    for backend in state.backends:
+        if state.pending_rows(backend) or state.pending_configs(backend):
+            return False
+        if state.meta.get("primary") and not state.closed_for(backend):
+            return False
+    return True
+
+
+def sync(path: str | os.PathLike[str], *, stream: TextIO | None = sys.stderr) -> SyncReport:
+    """Replay every journal under ``path`` (a tracking directory, a run's journal folder or one
+    journal file) to the backends that lack its records."""
+    report = SyncReport()
+    manager = get_plugin_manager()
+    states: list[JournalState] = []
+    for file in find_journals(Path(path)):
+        if _locked_by_live_process(file):
+            report.skipped_live.append(str(file))
+            continue
+        try:
+            state = read_journal(file)
+        except (OSError, ValueError) as exc:
+            report.errors.append(f"{file}: unreadable journal ({exc})")
+            continue
+        if not state.meta:
+            continue
+        states.append(state)
+    # The primary's journal first: it may have to open the run that the others attach to.
+    states.sort(key=lambda s: (not s.meta.get("primary"), str(s.path)))
+    total = sum(
+        len(row[2]) for s in states for b in s.backends for row in s.pending_rows(b)
+    )
+    progress = _Progress(total, stream)
+    handles: dict[str, RunHandle] = {}
+    for state in states:
+        report.journals += 1
+        run_id = state.meta["handle"]["run_id"]
+        handle = handles.setdefault(run_id, _handle_for(state))
+        for backend in state.backends:
+            try:
+                _sync_backend(state, handle, backend, manager, report, progress)
+            except Exception as exc:  # noqa: BLE001 - one backend's failure is reported, not fatal
+                report.errors.append(f"{state.path.name} -> {backend}: {type(exc).__name__}: {exc}")
+        final = read_journal(state.path)
+        if _complete(final):
+            state.path.unlink()
+            report.removed.append(str(state.path))
+    progress.close()
+    return report
+
+
+def _sync_backend(
+    state: JournalState,
+    handle: RunHandle,
+    backend: str,
+    manager: Any,
+    report: SyncReport,
+    progress: _Progress,
+) -> None:
+    rows = state.pending_rows(backend)
+    configs = state.pending_configs(backend)
+    is_primary = bool(state.meta.get("primary"))
+    close = is_primary and not state.closed_for(backend)
+    if not rows and not configs and not close:
+        return
+    spec = manager.select([backend])[0]
+    entry = handle.backends.get(backend) or {}
+    if not entry or entry.get("pending"):
+        opener = BackendSlot(spec, _context(state, handle, backend, primary=True), manager)
+        try:
+            result = opener.call("open_run", run=opener.context)
+            if not is_primary:
+                opener.call("close_run", status=RunStatus.FINISHED, run=opener.context)
+        finally:
+            if not is_primary:
+                opener.release()
+        entry = json.loads(json.dumps(dict(result or {}), default=str))
+        handle.backends[backend] = entry
+        handle.save()
+        report.opened.append(f"{handle.run_id}:{backend}")
+        slot = opener if is_primary else None
+    else:
+        slot = None
+    if slot is None:
+        slot = BackendSlot(spec, _context(state, handle, backend, primary=is_primary), manager)
+        slot.call("attach_run", run=slot.context, attach=entry)
+    try:
+        for config_id, section in configs:
+            data = section_from_dict(section)
+            slot.call("log_config", config=data, role=data.role, run=slot.context)
+            _append(state.path, [{"t": "cack", "b": backend, "id": config_id}])
+            report.configs += 1
+        prefix = state.meta.get("prefix", "")
+        role = state.meta.get("role")
+        records = expand(rows, prefix, role)
+        for start in range(0, len(records), MAX_BATCH):
+            batch = records[start : start + MAX_BATCH]
+            slot.call("log_metrics", records=batch, run=slot.context)
+            _append(state.path, [{"t": "ack", "b": backend, "s": batch[-1].seq}])
+            report.records += len(batch)
+            progress.advance(len(batch), f"{backend} {state.path.name}")
+        status = RunStatus(state.status) if state.status else RunStatus.KILLED
+        slot.call("close_run", status=status if is_primary else RunStatus.FINISHED, run=slot.context)
+        if close:
+            _append(state.path, [{"t": "cack", "b": backend, "id": "close"}])
+    finally:
+        slot.release()
