@@ -1,0 +1,326 @@
+"""The tensorboard backend against real tensorboardX files, read back with TensorBoard's reader.
+
+Every check reads what TensorBoard itself would show (``tests.helpers.tb_events``): scalars per
+role run and step, each namespace's hparams session and config text, the HParams dashboard's
+columns, and the session status. The critic writes from a second process, as in a real job.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import tracking_core
+from tests.helpers.tb_events import hparams_dashboard, read_logdir, read_run
+from tracking_core.config import build_section, config_text, tensorboard_hparams
+
+pytest.importorskip("tensorboardX")
+pytest.importorskip("tensorboard")
+
+SECRET = "hf_" + "q" * 34
+
+LAUNCH = {
+    "lr": 1e-5,
+    "seed": 1234,
+    "use_kl_loss": True,
+    "advantage_estimator": "ppo",
+    "hf_token": SECRET,
+    "model": {"name": "qwen3-4b", "layers": 36},
+    "save": None,
+}
+ACTOR = {"lr": 1e-6, "micro_batch_size": 2, "role_kind": "policy"}
+CRITIC = {"lr": 5e-6, "micro_batch_size": 4, "num_critic_only_steps": 1}
+
+CRITIC_SCRIPT = """
+import json, os, sys
+import tracking_core
+from tracking_core.config import config_text, tensorboard_hparams
+
+critic = tracking_core.attach(role="critic", writer=True, collect=False)
+section = critic.log_config(json.loads(os.environ["CRITIC_CONFIG"]))
+for step in range(7):
+    critic.log_metrics({"train/critic-value_loss": 1.0 / (step + 3)}, step=step,
+                       step_key="train/step")
+summary = critic.finish()
+print(json.dumps({
+    "hparams": tensorboard_hparams(section)[0],
+    "text": config_text(section),
+    "delivered": summary.backends["tensorboard"]["delivered"],
+}))
+"""
+
+
+def f32(values: list[float]) -> list[float]:
+    """What TensorBoard gives back for values logged as Python floats."""
+    return [float(np.float32(v)) for v in values]
+
+
+def as_hparams(values: dict[str, Any]) -> dict[str, Any]:
+    """HParams store every number as a double."""
+    return {
+        k: float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else v
+        for k, v in values.items()
+    }
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    for name in ("TRACKING_CORE_RUN", "TRACKING_CORE_BACKENDS", "TENSORBOARD_DIR"):
+        env.pop(name, None)
+    env.update(extra)
+    return env
+
+
+def run_python(
+    code: str, env: dict[str, str], timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+    )
+
+
+@pytest.fixture(autouse=True)
+def _no_inherited_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("TRACKING_CORE_RUN", "TRACKING_CORE_BACKENDS", "TENSORBOARD_DIR"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.mark.integration
+def test_primary_actor_and_critic_process_read_back(tmp_path: Path) -> None:
+    run = tracking_core.start_run(backends=["tensorboard"], tracking_dir=tmp_path, export=False)
+    launch = run.log_config(LAUNCH)
+    logdir = Path(run.handle.backends["tensorboard"]["logdir"])
+    assert logdir == tmp_path.absolute() / "tensorboard" / run.run_id
+
+    rewards = [0.1 * s for s in range(4)]
+    for step, reward in enumerate(rewards):
+        run.log_metrics({"rollout/raw_reward": reward}, step=step, step_key="rollout/step")
+
+    actor = tracking_core.attach(run.handle, role="actor", writer=True, collect=False)
+    actor_section = actor.log_config(ACTOR)
+    losses = [1.0 / (s + 1) for s in range(10)]
+    for step, loss in enumerate(losses):
+        actor.log_metrics(
+            {"train/pg_loss": loss, "train/step": step}, step=step, step_key="train/step"
+        )
+
+    critic = run_python(
+        CRITIC_SCRIPT,
+        clean_env(TRACKING_CORE_RUN=run.handle.to_json(), CRITIC_CONFIG=json.dumps(CRITIC)),
+    )
+    assert critic.returncode == 0, critic.stderr
+    critic_out = json.loads(critic.stdout.strip().splitlines()[-1])
+    assert critic_out["delivered"] == 7
+
+    assert actor.finish().backends["tensorboard"]["delivered"] == 20
+    assert run.finish().backends["tensorboard"]["delivered"] == 4
+
+    runs = read_logdir(logdir)
+    assert set(runs) == {"launch", "actor", "critic"}
+
+    # Scalars: unprefixed tags in each role's run, every step once, float32 on disk.
+    assert runs["launch"].scalars == {
+        "rollout/raw_reward": list(zip(range(4), f32(rewards), strict=True))
+    }
+    assert runs["actor"].scalars == {
+        "train/pg_loss": list(zip(range(10), f32(losses), strict=True)),
+        "train/step": [(s, float(s)) for s in range(10)],
+    }
+    assert runs["critic"].scalars == {
+        "train/critic-value_loss": [(s, float(np.float32(1.0 / (s + 3)))) for s in range(7)]
+    }
+
+    # HParams: one session per role run, holding that namespace's scalar params.
+    launch_hparams, left_out = tensorboard_hparams(launch)
+    assert {k.split(":")[0] for k in left_out} == {"model", "save"}
+    assert runs["launch"].hparams == as_hparams(launch_hparams)
+    assert runs["launch"].hparams["seed"] == 1234.0
+    assert runs["launch"].hparams["use_kl_loss"] is True
+    assert runs["actor"].hparams == as_hparams(tensorboard_hparams(actor_section)[0])
+    assert runs["actor"].hparams["actor/lr"] == 1e-6
+    assert runs["critic"].hparams == as_hparams(critic_out["hparams"])
+    assert runs["critic"].hparams["critic/micro_batch_size"] == 4.0
+
+    # The full config of each namespace as text, nested and null values included.
+    assert runs["launch"].text == {"config/launch": [config_text(launch)]}
+    assert '"qwen3-4b"' in runs["launch"].text["config/launch"][0]
+    assert runs["actor"].text == {"config/actor": [config_text(actor_section)]}
+    assert runs["critic"].text == {"config/critic": [critic_out["text"]]}
+
+    # What the HParams dashboard offers: every role's columns, every role's scalars as metrics.
+    view = hparams_dashboard(logdir)
+    assert not view.from_experiment_tag
+    expected_columns = (
+        set(launch_hparams) | set(runs["actor"].hparams) | set(runs["critic"].hparams)
+    )
+    assert set(view.hparams) == expected_columns
+    assert {
+        ("rollout/raw_reward", ""),
+        ("train/pg_loss", ""),
+        ("train/critic-value_loss", ""),
+    } <= set(view.metrics)
+
+    assert {r.session_status for r in runs.values()} == {"STATUS_SUCCESS"}
+
+    # The redacted secret never reaches an event file.
+    for path in logdir.rglob("*"):
+        if path.is_file():
+            assert SECRET.encode() not in path.read_bytes(), path
+
+
+@pytest.mark.integration
+def test_steps_axes_and_durability(tmp_path: Path) -> None:
+    """Each series keeps its own steps (records of several axes interleave out of order); a
+    record without a step continues its tag's series; acknowledged data is on disk."""
+    run = tracking_core.start_run(
+        backends=["tensorboard"], tracking_dir=tmp_path, name="ppo-steps", export=False
+    )
+    logdir = Path(run.handle.backends["tensorboard"]["logdir"])
+    assert logdir.name == "ppo-steps"
+    run.log_metrics({"train/loss": 0.5}, step=10, step_key="train/step")
+    run.log_metrics({"rollout/reward": 1.0}, step=2, step_key="rollout/step")
+    run.log_metrics({"train/loss": 0.25}, step=11, step_key="train/step")
+    run.log_metrics({"rollout/reward": 2.0}, step=3, step_key="rollout/step")
+    run.log_metrics({"eval/acc": 0.5})
+    run.log_metrics({"eval/acc": 0.75})
+    run.log_metrics({"train/loss": 0.125})  # no step: one past the tag's last step
+    assert run.flush(timeout=30)
+
+    # Flushed = acknowledged = readable from disk while the run is still open.
+    live = read_run(logdir / "launch")
+    assert live.scalars == {
+        "train/loss": [(10, 0.5), (11, 0.25), (12, 0.125)],
+        "rollout/reward": [(2, 1.0), (3, 2.0)],
+        "eval/acc": [(0, 0.5), (1, 0.75)],
+    }
+    assert live.session_status is None
+
+    run.finish(status="FAILED")
+    assert read_run(logdir / "launch").session_status is None  # no config, no session
+
+    # A second job with the same name does not interleave with the first one's curves.
+    again = tracking_core.start_run(
+        {"lr": 0.1}, backends=["tensorboard"], tracking_dir=tmp_path, name="ppo-steps", export=False
+    )
+    other = Path(again.handle.backends["tensorboard"]["logdir"])
+    assert other == logdir.parent / f"ppo-steps-{again.run_id}"
+    again.finish(status="KILLED")
+    assert read_run(other / "launch").session_status == "STATUS_FAILURE"
+
+
+@pytest.mark.integration
+def test_resume_appends_to_the_same_runs(tmp_path: Path) -> None:
+    """A resumed primary writes on into the same TensorBoard runs. HParams keep the first
+    session's values (TensorBoard reads only the first session start of a run); a changed
+    value is recorded as a new version of the config text."""
+    run = tracking_core.start_run(
+        {"lr": 0.1}, backends=["tensorboard"], tracking_dir=tmp_path, export=False
+    )
+    run.log_metrics({"train/loss": 1.0}, step=0)
+    run.finish()
+    resumed = tracking_core.start_run(
+        {"lr": 0.2}, handle=run.handle.to_json(), tracking_dir=tmp_path, export=False
+    )
+    assert resumed.handle.backends["tensorboard"] == run.handle.backends["tensorboard"]
+    resumed.log_metrics({"train/loss": 0.5}, step=1)
+    resumed.finish()
+    runs = read_logdir(run.handle.backends["tensorboard"]["logdir"])
+    assert set(runs) == {"launch"}
+    launch = runs["launch"]
+    assert launch.scalars == {"train/loss": [(0, 1.0), (1, 0.5)]}
+    assert launch.hparams == {"lr": 0.1}
+    assert launch.text == {
+        "config/launch": [config_text(build_section({"lr": lr}, None)) for lr in (0.1, 0.2)]
+    }
+
+
+def test_log_dir_option_env_and_host_reuse(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    parser = argparse.ArgumentParser()
+    host = tracking_core.add_tracking_options(parser)
+    assert "--tensorboard-dir" in host.added
+    explicit = tmp_path / "explicit"
+    args = parser.parse_args(
+        ["--tensorboard-dir", str(explicit), "--tracking-backends", "tensorboard"]
+    )
+    run = tracking_core.start_run(args=args, tracking_dir=tmp_path, export=False)
+    assert run.handle.backends["tensorboard"]["logdir"] == str(explicit)
+    run.finish()
+    assert read_logdir(explicit)["launch"].hparams["tensorboard_dir"] == str(explicit)
+
+    # Megatron (and slime) define --tensorboard-dir already: theirs is reused, not redefined.
+    megatron = argparse.ArgumentParser()
+    megatron.add_argument("--tensorboard-dir", type=str, default=None)
+    host = tracking_core.add_tracking_options(megatron)
+    assert "--tensorboard-dir" in host.reused
+
+    # slime's TENSORBOARD_DIR when no option names a directory.
+    from_env = tmp_path / "from-env"
+    monkeypatch.setenv("TENSORBOARD_DIR", str(from_env))
+    run = tracking_core.start_run(backends=["tensorboard"], tracking_dir=tmp_path, export=False)
+    assert run.handle.backends["tensorboard"]["logdir"] == str(from_env)
+    run.finish()
+
+
+def test_plugin_import_is_cheap(tmp_path: Path) -> None:
+    code = """
+    import sys
+    import tracking_tensorboardx
+    import tracking_core
+    specs = tracking_core.get_plugin_manager().backends
+    assert specs["tensorboard"].extra == "tensorboard", specs
+    heavy = [m for m in ("tensorboardX", "torch", "tensorboard") if m in sys.modules]
+    assert not heavy, heavy
+    print("ok")
+    """
+    result = run_python(code, clean_env())
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"
+
+
+def test_missing_tensorboardx_names_the_extra(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(
+        textwrap.dedent(
+            """
+            import sys
+
+            class HideTensorboardX:
+                def find_spec(self, name, path=None, target=None):
+                    if name == "tensorboardX" or name.startswith("tensorboardX."):
+                        raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+                    return None
+
+            sys.meta_path.insert(0, HideTensorboardX())
+            """
+        )
+    )
+    code = f"""
+    import tracking_core
+    try:
+        tracking_core.start_run(backends=["tensorboard"], tracking_dir={str(tmp_path)!r})
+    except tracking_core.BackendUnavailable as exc:
+        print(exc)
+    else:
+        raise SystemExit("selecting tensorboard without tensorboardX did not fail")
+    """
+    env = clean_env(
+        PYTHONPATH=os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))
+    )
+    result = run_python(code, env)
+    assert result.returncode == 0, result.stderr
+    assert 'pip install "tracking-core[tensorboard]"' in result.stdout
+    assert "tensorboardX" in result.stdout
