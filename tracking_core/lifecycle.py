@@ -18,7 +18,6 @@ import os
 import signal
 import sys
 import threading
-import weakref
 from typing import TYPE_CHECKING, Any
 
 from .records import RunStatus
@@ -30,7 +29,9 @@ log = logging.getLogger("tracking_core.lifecycle")
 
 EXIT_TIMEOUT_ENV = "TRACKING_CORE_EXIT_TIMEOUT"
 
-_open_runs: weakref.WeakSet[Run] = weakref.WeakSet()
+#: Strong references: a run dropped by its caller (slime's actors keep none) must still be
+#: finished at exit, not garbage-collected with its records.
+_open_runs: set[Run] = set()
 _failing = False
 _installed = False
 _previous_sigterm: Any = None

@@ -142,13 +142,16 @@ class Run:
         config: Any,
         role: str | None | type[Ellipsis] = ...,
         report: Mapping[str, Any] | None = None,
+        namespace: str | None = None,
     ) -> ConfigSection:
         """Log ``config`` (any host object) as the launch config (``role=None``) or a role's.
 
         By default a primary logs the launch config and a secondary its own role's. The config
         is converted, redacted and keyed (see the README's key convention), saved as JSON in the
         run directory, journaled and queued for every backend. ``report`` adds entries to the
-        section's report (collector conflicts, say). Returns the section that was logged.
+        section's report (collector conflicts, say). ``namespace`` names a further namespace
+        of the role (its own JSON artifact, e.g. ``actor-ranks``) instead of the role's own.
+        Returns the section that was logged.
         """
         from .config import build_section, config_json
 
@@ -156,6 +159,8 @@ class Run:
         section = build_section(config, role, self.handle.key_style)
         if report:
             section = dataclasses.replace(section, report={**section.report, **report})
+        if namespace:
+            section = dataclasses.replace(section, namespace=namespace)
         self._save_config(section, config_json(section))
         config_id = self.journal.config(section) if self.journal is not None else None
         self._dispatcher.submit("config", (section, config_id))
@@ -267,7 +272,7 @@ class NullRun:
     def run_id(self) -> str | None:
         return self.handle.run_id if self.handle else None
 
-    def log_config(self, config: Any, role: Any = ..., report: Any = None) -> None:
+    def log_config(self, config: Any, role: Any = ..., report: Any = None, namespace: Any = None) -> None:
         return None
 
     def log_metrics(self, metrics: Any, step: Any = None, step_key: Any = None) -> None:

@@ -91,3 +91,24 @@ def test_a_failing_backend_never_reaches_the_caller_or_the_others(site: Path, tm
     assert out.stderr.count("tracker unreachable") == 1
     primary = (tmp_path / "jsonl" / run_id / "primary.jsonl").read_text()
     assert primary.count('"type": "metric"') == 200
+
+
+def test_a_run_nobody_holds_is_still_delivered_at_exit(tmp_path: Path) -> None:
+    out = run_python(
+        f"""
+        import gc, tracking_core
+        run = tracking_core.start_run(backends=["jsonl"], tracking_dir={str(tmp_path)!r})
+
+        def train():  # the caller keeps no reference to its run, as slime's actors do
+            child = tracking_core.attach(role="actor", writer=True, collect=False)
+            for step in range(50):
+                child.log_metrics({{"loss": float(step)}}, step=step)
+
+        train()
+        gc.collect()
+        print(run.run_id)
+        """
+    )
+    assert out.returncode == 0, out.stderr
+    actor = (tmp_path / "jsonl" / out.stdout.strip() / "actor.jsonl").read_text()
+    assert actor.count('"type": "metric"') == 50
