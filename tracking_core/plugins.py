@@ -14,7 +14,6 @@ import os
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from importlib import metadata
 from typing import Any
 
 import pluggy
@@ -97,6 +96,8 @@ class PluginManager:
 
     # -- loading -------------------------------------------------------------------------------
     def load_entry_points(self, group: str = hookspecs.PROJECT) -> None:
+        from importlib import metadata  # ~30 ms: paid when plugins are first needed, not at import
+
         blocked = disabled_names()
         seen: set[str] = set()
         for ep in metadata.entry_points(group=group):
