@@ -1,0 +1,256 @@
+"""What differs between two configs: the question a PPO user asks first ("what did the critic run
+with that the actor did not?").
+
+Types matter: ``kl_coef`` 0.0 in one role and 0 in the other is equal as a number but is a
+different value to the code that reads it (slime turns numeric override strings into the base
+value's type, so a type change is a bug report waiting to happen). A difference of JSON type is
+therefore reported as a *type* change, never hidden.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .convert import child_path, to_plain
+
+__all__ = ["Change", "ConfigDiff", "diff_configs", "diff_command", "load_config_values"]
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    return type(value).__name__
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal in value *and* JSON type, all the way down (NaN equals NaN)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, float) and math.isnan(a) and math.isnan(b):
+        return True
+    return bool(a == b)
+
+
+def _loosely_equal(a: Any, b: Any) -> bool:
+    try:
+        return bool(a == b)
+    except Exception:
+        return False
+
+
+@dataclass(frozen=True)
+class Change:
+    """One key whose value differs: ``kind`` is ``"type"`` when the JSON types differ
+    (``0.0`` -> ``0``, ``true`` -> ``1``, ``"1"`` -> ``1``), else ``"value"``."""
+
+    old: Any
+    new: Any
+    kind: str
+
+
+@dataclass(frozen=True)
+class ConfigDiff:
+    """The difference from config ``a`` to config ``b``.
+
+    ``added``: keys only in ``b``; ``removed``: keys only in ``a``; ``changed``: keys in both
+    with another value or type. Nested mappings are compared key by key (paths like ``a.b``);
+    lists are compared whole. All three are sorted by key.
+    """
+
+    added: dict[str, Any] = field(default_factory=dict)
+    removed: dict[str, Any] = field(default_factory=dict)
+    changed: dict[str, Change] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.added or self.removed or self.changed)
+
+    @property
+    def keys(self) -> list[str]:
+        """Every key that differs, sorted."""
+        return sorted({*self.added, *self.removed, *self.changed})
+
+    @property
+    def type_changes(self) -> list[str]:
+        """Keys whose value changed JSON type."""
+        return [key for key, change in self.changed.items() if change.kind == "type"]
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain JSON data, for ``--json`` output or a report."""
+        return {
+            "added": dict(self.added),
+            "removed": dict(self.removed),
+            "changed": {
+                k: {"old": c.old, "new": c.new, "kind": c.kind} for k, c in self.changed.items()
+            },
+        }
+
+    def format_table(self, a_label: str = "a", b_label: str = "b", width: int = 48) -> str:
+        """An aligned text table, one row per differing key, and a summary line.
+
+        Values are shown as compact JSON, cut to ``width`` characters; a type change shows both
+        types. Absent values show as ``(absent)``.
+        """
+        rows: list[tuple[str, str, str, str]] = []
+        for key in self.keys:
+            if key in self.added:
+                rows.append((key, "added", "(absent)", _cell(self.added[key], width)))
+            elif key in self.removed:
+                rows.append((key, "removed", _cell(self.removed[key], width), "(absent)"))
+            else:
+                change = self.changed[key]
+                old, new = _cell(change.old, width), _cell(change.new, width)
+                if change.kind == "type":
+                    old += f" ({_kind(change.old)})"
+                    new += f" ({_kind(change.new)})"
+                rows.append((key, change.kind, old, new))
+        if not rows:
+            return f"no differences between {a_label} and {b_label}\n"
+        header = ("key", "change", a_label, b_label)
+        widths = [max(len(r[i]) for r in [header, *rows]) for i in range(4)]
+        lines = [
+            "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(r)).rstrip()
+            for r in [header, *rows]
+        ]
+        lines.insert(1, "  ".join("-" * w for w in widths))
+        n_type = len(self.type_changes)
+        summary = f"{len(rows)} difference(s) between {a_label} and {b_label}"
+        if n_type:
+            summary += f", {n_type} of them a type change"
+        return "\n".join([*lines, "", summary]) + "\n"
+
+
+def _cell(value: Any, width: int) -> str:
+    try:
+        text = json.dumps(value, sort_keys=True, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _diff(a: Mapping[str, Any], b: Mapping[str, Any], path: str, out: ConfigDiff) -> None:
+    for key in a.keys() | b.keys():
+        where = child_path(path, key)
+        if key not in b:
+            out.removed[where] = a[key]
+        elif key not in a:
+            out.added[where] = b[key]
+        else:
+            old, new = a[key], b[key]
+            if isinstance(old, dict) and isinstance(new, dict):
+                _diff(old, new, where, out)
+            elif not _same(old, new):
+                # Equal to Python (0.0 == 0, [True] == [1]) yet not the same: only types differ.
+                loose = _loosely_equal(old, new)
+                kind = "type" if _kind(old) != _kind(new) or loose else "value"
+                out.changed[where] = Change(old, new, kind)
+
+
+def diff_configs(a: Mapping[str, Any], b: Mapping[str, Any]) -> ConfigDiff:
+    """Compare two configs (host objects are converted to plain data first, like the pipeline).
+
+    Pass the *values* of two sections (``section.values``, or the ``values`` of two JSON
+    artifacts) to compare namespaces, not their prefixed params.
+    """
+    plain_a, _ = to_plain(a)
+    plain_b, _ = to_plain(b)
+    raw = ConfigDiff()
+    _diff(plain_a, plain_b, "", raw)
+    return ConfigDiff(
+        added=dict(sorted(raw.added.items())),
+        removed=dict(sorted(raw.removed.items())),
+        changed=dict(sorted(raw.changed.items())),
+    )
+
+
+def load_config_values(path: str | Path) -> dict[str, Any]:
+    """The ``values`` of a saved config artifact (the output of ``config_json``).
+
+    Raises OSError or ValueError with the path in the message when it cannot be read.
+    """
+    path = Path(path)
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: not a JSON config artifact ({exc})") from exc
+    if not isinstance(doc, dict) or not isinstance(doc.get("values"), dict):
+        raise ValueError(f"{path}: no 'values' mapping; not written by tracking-core")
+    return doc["values"]
+
+
+def _find_run(run: str, tracking_dir: str) -> Path | None:
+    """A run directory given as a path, a run id, or a unique prefix of a run id."""
+    direct = Path(run)
+    by_id = Path(tracking_dir) / "runs" / run
+    for candidate in (direct if (direct / "config").is_dir() else None, by_id, direct):
+        if candidate is not None and run and candidate.is_dir():
+            return candidate
+    runs = Path(tracking_dir) / "runs"
+    if runs.is_dir() and run:
+        matches = [p for p in runs.iterdir() if p.is_dir() and p.name.startswith(run)]
+        if len(matches) == 1:
+            return matches[0]
+    return None
+
+
+def diff_command(
+    run: str,
+    roles: Sequence[str],
+    tracking_dir: str,
+    *,
+    exit_code: bool = False,
+) -> int:
+    """``tracking-core diff RUN [--roles actor critic]``: print how the roles' configs differ.
+
+    ``run`` is a run directory or a run id (or a unique prefix of one) under
+    ``<tracking_dir>/runs/``; each namespace is read from ``<run_dir>/config/<namespace>.json``
+    (``launch`` names the launch config). With more than two roles, the first is compared with
+    each of the others. Returns 0, or 2 when a run or config cannot be read (the reason on
+    stderr); with ``exit_code`` (like ``git diff --exit-code``) 1 when there are differences.
+    """
+    roles = list(roles)
+    if len(roles) < 2:
+        print(f"tracking-core diff: need two roles to compare, got {roles}", file=sys.stderr)
+        return 2
+    run_dir = _find_run(run, tracking_dir)
+    if run_dir is None:
+        print(
+            f"tracking-core diff: no run {run!r}: not a directory, and not a run id under "
+            f"{Path(tracking_dir) / 'runs'}",
+            file=sys.stderr,
+        )
+        return 2
+    config_dir = run_dir / "config"
+    values: dict[str, dict[str, Any]] = {}
+    for role in roles:
+        path = config_dir / f"{role}.json"
+        try:
+            values[role] = load_config_values(path)
+        except (OSError, ValueError) as exc:
+            available = (
+                sorted(p.stem for p in config_dir.glob("*.json")) if config_dir.is_dir() else []
+            )
+            print(
+                f"tracking-core diff: cannot read the {role!r} config of {run_dir}: {exc}; "
+                f"namespaces saved there: {', '.join(available) or 'none'}",
+                file=sys.stderr,
+            )
+            return 2
+    base = roles[0]
+    differs = False
+    for i, other in enumerate(roles[1:]):
+        result = diff_configs(values[base], values[other])
+        differs = differs or bool(result)
+        if len(roles) > 2:
+            print(("\n" if i else "") + f"== {base} vs {other} ==")
+        sys.stdout.write(result.format_table(base, other))
+    return 1 if (exit_code and differs) else 0
