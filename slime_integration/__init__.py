@@ -21,7 +21,6 @@ _EXPORTS = {
     "finish_tracking": "tracking",
     "current_run": "tracking",
     "register_plugins": "tracking",
-    "install": "install",
     "uninstall": "install",
     "activate": "install",
     "ray_runtime_env": "install",
@@ -33,7 +32,8 @@ _EXPORTS = {
     "RoleConfigError": "role_args",
 }
 
-__all__ = sorted(_EXPORTS)
+#: ``install`` is the submodule itself, which is callable: ``install()`` runs ``install.install()``.
+__all__ = sorted([*_EXPORTS, "install"])
 
 
 def __getattr__(name: str) -> Any:

@@ -334,5 +334,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+class _CallableModule(types.ModuleType):
+    """Python binds a package's submodule as the package's attribute, so the package's ``install``
+    is this module, not the function: calling the module calls :func:`install`, and
+    ``from slime_integration import install; install()`` works however it was imported."""
+
+    def __call__(self, *, children: bool = True) -> None:
+        install(children=children)
+
+
 if __name__ == "__main__":
     sys.exit(main())
+else:
+    sys.modules[__name__].__class__ = _CallableModule
