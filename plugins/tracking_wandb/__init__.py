@@ -1,0 +1,39 @@
+"""The ``wandb`` backend: one Weights & Biases run per job, every role writing into it.
+
+* **online**: the primary opens the run in W&B's shared mode (``x_primary=True``); each role's
+  writer joins the same run id in shared mode with ``x_primary=False``, its own ``x_label``
+  (``actor-r0-p1234``) and ``x_update_finish_state=False``, so only the primary ends the run.
+* **offline**: each writing process keeps its own offline run directory under the same run id
+  (``offline-run-<time>-<id>`` for the primary, ``offline-run-<time>-<id>-<label>`` for a role):
+  one run once ``wandb sync``-ed. W&B cannot resume offline: a restarted primary writes a new
+  directory under the same id.
+* **disabled**: W&B's no-op run.
+
+Importing this package does not import ``wandb``: only selecting the backend does
+(:mod:`tracking_wandb.backend`). See :mod:`tracking_wandb.options` for the options and the
+environment variables each falls back to, and :mod:`tracking_wandb.backend` for how configs,
+metrics and secrets are handled.
+"""
+
+from __future__ import annotations
+
+from tracking_core import HostParser, hookimpl
+from tracking_core.registry import BackendRegistrar
+
+from .options import add_options as _add_options
+
+
+@hookimpl
+def register_backends(register: BackendRegistrar) -> None:
+    register(
+        "wandb",
+        "tracking_wandb.backend:WandbBackend",
+        requires=("wandb",),
+        extra="wandb",
+        description="Weights & Biases: online (shared mode) or offline run files",
+    )
+
+
+@hookimpl
+def add_options(parser: HostParser) -> None:
+    _add_options(parser)
