@@ -1,0 +1,79 @@
+"""The ``mlflow`` backend: one MLflow run per job, written by every role's writer process.
+
+Importing this package never imports mlflow: the backend class lives in
+:mod:`tracking_mlflow.backend`, which the registry imports only when ``mlflow`` is selected.
+
+**Where.** ``--mlflow-tracking-uri`` (else ``$MLFLOW_TRACKING_URI``, else the embedded store
+``sqlite:///<tracking_dir>/mlflow/mlflow.db`` with artifacts under
+``<tracking_dir>/mlflow/artifacts``); ``--mlflow-experiment`` (else ``$MLFLOW_EXPERIMENT_NAME``, else
+``$MLFLOW_EXPERIMENT_ID``, else ``tracking-core``); ``--mlflow-run-name`` (else the job's run
+name); ``--mlflow-tags k=v,k2=v2`` (added to the run's tags). Credentials
+(``MLFLOW_TRACKING_TOKEN``, ``MLFLOW_TRACKING_USERNAME``/``PASSWORD``) are read by MLflow itself
+and never logged; a tracking URI that embeds ``user:password@`` is stored in the run handle
+without them (each process then needs them from its own environment).
+
+**One run per job.** The primary creates the run (or finds the one it created before, by the
+tag ``tracking_core.run_id``) and returns ``{tracking_uri, run_id, experiment_id, experiment}``
+for the run handle. Secondaries attach by run id and never create a run. Only the primary sets the
+final status (FINISHED, FAILED, KILLED).
+
+**Config.** Params come from the config pipeline's MLflow shaping, in batches of at most 100;
+the whole namespace goes to the artifact ``config/<namespace>.json``; keys the shaping renamed or
+values it cut are listed in ``config/<namespace>.mlflow-keys.json`` (and warned about). A param
+logged again with the same value is skipped; a *changed* value cannot be stored (MLflow params are
+immutable): the param keeps its first value, the new one is recorded in the tag
+``config_changed/<key>`` and in ``config/<namespace>.changes-<time>.json``, with a warning.
+
+**Metrics.** ``log_batch`` requests of at most 1000 metrics; keys shaped like param keys
+(``passrate/pass@1`` -> ``passrate/pass_at_1``, recorded in a ``tracking_core.metric_key/...`` tag);
+timestamps are the records' own (milliseconds), so a retried batch is the same data: MLflow's SQL
+stores drop a metric identical to a stored one (same key, step, value and timestamp), which makes
+retries and journal replays exactly-once. A record without a step is logged at step 0 (MLflow's own
+default). A named step axis (``actor/train/step``) is also logged as a metric whose value is the
+step, once per step, so MLflow charts can use it as their x-axis, as W&B's ``define_metric`` does.
+"""
+
+from __future__ import annotations
+
+from tracking_core import HostParser, hookimpl
+from tracking_core.registry import BackendRegistrar
+
+
+@hookimpl
+def register_backends(register: BackendRegistrar) -> None:
+    """Offer ``mlflow``; the class (and mlflow) is imported only when a run selects it."""
+    register(
+        "mlflow",
+        "tracking_mlflow.backend:MlflowBackend",
+        requires=["mlflow"],
+        extra="mlflow",
+        description="MLflow: a tracking server, or the embedded SQLite store in the tracking dir",
+    )
+
+
+@hookimpl
+def add_options(parser: HostParser) -> None:
+    """MLflow's options, each only where the host does not define it already."""
+    parser.add_argument(
+        "--mlflow-tracking-uri",
+        default=None,
+        help=(
+            "MLflow tracking URI (http://host:5000, sqlite:///path.db, ...). Default: "
+            "$MLFLOW_TRACKING_URI, else the embedded SQLite store in the tracking directory."
+        ),
+    )
+    parser.add_argument(
+        "--mlflow-experiment",
+        default=None,
+        help="MLflow experiment name. Default: $MLFLOW_EXPERIMENT_NAME, else 'tracking-core'.",
+    )
+    parser.add_argument(
+        "--mlflow-run-name",
+        default=None,
+        help="MLflow run name (the mlflow.runName tag). Default: the job's run name.",
+    )
+    parser.add_argument(
+        "--mlflow-tags",
+        default=None,
+        help="Extra MLflow run tags: comma-separated key=value pairs, or a JSON object.",
+    )

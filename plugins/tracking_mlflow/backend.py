@@ -1,0 +1,416 @@
+"""The MLflow backend instance: one ``MlflowClient`` per process, one run per job.
+
+Imported only when the ``mlflow`` backend is selected (it imports mlflow, ~1.5 s). Each instance
+is called alone from its own worker thread (see :mod:`tracking_core.hookspecs`), so it holds plain
+state without locks. It uses ``MlflowClient`` with an explicit tracking URI and run id, never
+MLflow's fluent API: that keeps one global "active run" per process, and a process may hold
+several runs (a driver that is also an actor, tests).
+
+**The embedded SQLite store** is written by several processes at once (the driver and each
+role's writer). Measured with MLflow 3.17: MLflow already sets ``PRAGMA busy_timeout = 20000`` on
+every session, and four processes logging 1000-metric batches concurrently saw no "database is
+locked" error; a writer blocked for more than 20 s gets ``MlflowException`` with
+``TEMPORARILY_UNAVAILABLE`` and "database is locked", which this backend retries a few times
+before letting the worker's own retry take over. What does break is *creating* a store: four
+processes that open a fresh database at once all run MLflow's migrations and leave a database no
+process can open again. The first connection of each process to a SQLite store therefore runs
+under an exclusive file lock (``mlflow.db.init-lock`` next to the database).
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+import logging
+import os
+import random
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any, TypeVar
+
+from tracking_core import ConfigSection, MetricRecord, RunContext, RunStatus, hookimpl
+from tracking_core.config import (
+    MlflowKeyShaper,
+    artifact_path,
+    config_json,
+    mlflow_key,
+    mlflow_params,
+)
+
+from . import settings
+
+settings.apply_env_defaults()
+
+from mlflow.entities import Metric, Param, RunTag  # noqa: E402
+from mlflow.exceptions import MlflowException  # noqa: E402
+from mlflow.tracking import MlflowClient  # noqa: E402
+
+log = logging.getLogger("tracking_core.mlflow")
+
+T = TypeVar("T")
+
+#: Tag that identifies the job's run in MLflow (what makes ``open_run`` idempotent).
+RUN_ID_TAG = "tracking_core.run_id"
+#: Prefix of the tags that record a changed config value (``config_changed/<key>``).
+CHANGED_TAG = "config_changed/"
+#: Prefix of the tags that map a shaped metric key back to the key that was logged.
+METRIC_KEY_TAG = "tracking_core.metric_key/"
+MAX_METRICS_PER_REQUEST = 1000
+MAX_TAG_VALUE = 8000
+#: Extra tries for a SQLite store that stayed locked past MLflow's own 20 s busy timeout.
+LOCKED_RETRIES = 2
+
+_TERMINAL = {"FINISHED", "FAILED", "KILLED"}
+
+
+def _is_locked(exc: BaseException) -> bool:
+    return isinstance(exc, MlflowException) and "database is locked" in str(exc)
+
+
+def _error_code(exc: BaseException) -> str | None:
+    return getattr(exc, "error_code", None)
+
+
+def _clip(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    marker = f" …[{len(text)} chars]"
+    return text[: limit - len(marker)] + marker
+
+
+class MlflowBackend:
+    """One process's view of the job's MLflow run (see the package docstring for the contract)."""
+
+    def __init__(self, run: RunContext) -> None:
+        self.context = run
+        self.client: MlflowClient | None = None
+        self.tracking_uri: str | None = None
+        self.run_id: str | None = None
+        self.experiment_id: str | None = None
+        self.experiment_name: str | None = None
+        self._shape = MlflowKeyShaper()
+        self._tagged_keys: set[str] = set()
+        self._last_axis_step: dict[str, int] = {}
+
+    # -- connecting ----------------------------------------------------------------------------
+    def _connect(self, uri: str) -> MlflowClient:
+        """A client for ``uri``; for a SQLite store the first connection (which may create the
+        database and run MLflow's migrations) happens under the store's init lock."""
+        if self.client is not None and self.tracking_uri == uri:
+            return self.client
+        path = settings.sqlite_path(uri)
+        if path is None:
+            client = MlflowClient(tracking_uri=uri)
+        else:
+            with settings.file_lock(path.with_name(path.name + ".init-lock")):
+                client = MlflowClient(tracking_uri=uri)
+        self.client, self.tracking_uri = client, uri
+        return client
+
+    def _call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """``fn(*args, **kwargs)``, retried while a SQLite store stays locked."""
+        for attempt in range(LOCKED_RETRIES + 1):
+            try:
+                return fn(*args, **kwargs)
+            except MlflowException as exc:
+                if not _is_locked(exc) or attempt == LOCKED_RETRIES:
+                    raise
+                delay = 0.2 * (2**attempt) * (1 + random.random())
+                log.debug("MLflow store locked (%s); retrying in %.1f s", self.tracking_uri, delay)
+                time.sleep(delay)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _need_run(self) -> tuple[MlflowClient, str]:
+        if self.client is None or self.run_id is None:
+            raise RuntimeError(
+                "MLflow backend has no run: open_run or attach_run has not succeeded yet"
+            )
+        return self.client, self.run_id
+
+    # -- the run -------------------------------------------------------------------------------
+    def _experiment_id(self, client: MlflowClient, run: RunContext, uri: str) -> str:
+        name, experiment_id = settings.experiment(run)
+        if experiment_id is not None:
+            experiment = self._call(client.get_experiment, experiment_id)
+            self.experiment_name = experiment.name
+            return str(experiment.experiment_id)
+        assert name is not None
+        self.experiment_name = name
+        experiment = self._call(client.get_experiment_by_name, name)
+        if experiment is None:
+            # A local database keeps its artifacts in the tracking directory too; anywhere else
+            # the server (or the store's default) decides.
+            location = None
+            if settings.is_local_database(uri):
+                location = settings.embedded_artifacts(run.tracking_dir)
+            try:
+                return str(self._call(client.create_experiment, name, artifact_location=location))
+            except MlflowException as exc:
+                if _error_code(exc) != "RESOURCE_ALREADY_EXISTS":
+                    raise
+                experiment = self._call(client.get_experiment_by_name, name)
+                if experiment is None:
+                    raise
+        if experiment.lifecycle_stage == "deleted":
+            raise RuntimeError(
+                f"MLflow experiment {name!r} (id {experiment.experiment_id}) is deleted: restore it "
+                f"(`mlflow experiments restore --experiment-id {experiment.experiment_id}`) or "
+                "choose another with --mlflow-experiment / $MLFLOW_EXPERIMENT_NAME"
+            )
+        return str(experiment.experiment_id)
+
+    def _run_tags(self, run: RunContext, run_name: str) -> dict[str, str]:
+        tags: dict[str, str] = {
+            "mlflow.runName": run_name,
+            "mlflow.source.name": os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "",
+            "mlflow.source.type": "LOCAL",
+            RUN_ID_TAG: run.run_id,
+        }
+        try:
+            tags["mlflow.user"] = getpass.getuser()
+        except Exception:  # noqa: BLE001 - no user name in a container is fine
+            pass
+        extra = {**dict(run.tags), **settings.parse_tags(run.option("mlflow_tags"))}
+        for key, value in extra.items():
+            shaped = mlflow_key(str(key))
+            if shaped != key:
+                log.warning("MLflow: run tag %r is set as %r (MLflow's key rules)", key, shaped)
+            if shaped == RUN_ID_TAG:
+                log.warning("MLflow: run tag %r is reserved by tracking-core; ignored", key)
+                continue
+            tags[shaped] = _clip(str(value), MAX_TAG_VALUE)
+        return {k: v for k, v in tags.items() if v != ""}
+
+    def _existing_run(self, client: MlflowClient, run: RunContext) -> Any:
+        """The MLflow run this job created before (a retried open, a resumed or synced run)."""
+        quote = "'" if "'" not in run.run_id else '"'
+        if quote in run.run_id:
+            return None  # not expressible in a search filter; such an id is never reused anyway
+        found = self._call(
+            client.search_runs,
+            [self.experiment_id],
+            filter_string=f"tags.`{RUN_ID_TAG}` = {quote}{run.run_id}{quote}",
+            max_results=1,
+        )
+        return found[0] if found else None
+
+    def _handle_entry(self) -> dict[str, Any]:
+        assert self.tracking_uri is not None
+        return {
+            "tracking_uri": settings.public_uri(self.tracking_uri),
+            "run_id": self.run_id,
+            "experiment_id": self.experiment_id,
+            "experiment": self.experiment_name,
+        }
+
+    @hookimpl
+    def open_run(self, run: RunContext) -> dict[str, Any]:
+        """Create the job's run (or find the one this job created before) and return the handle
+        entry. Safe to call again after a failure: it never creates a second run for the job."""
+        uri = settings.tracking_uri(run)
+        client = self._connect(uri)
+        if self.run_id is None:
+            self.experiment_id = self._experiment_id(client, run, uri)
+            existing = self._existing_run(client, run)
+            if existing is not None:
+                self.run_id = existing.info.run_id
+                self._reopen(client, existing.info.status)
+            else:
+                tags = self._run_tags(run, str(run.option("mlflow_run_name") or run.name))
+                created = self._call(
+                    client.create_run,
+                    self.experiment_id,
+                    tags=tags,
+                    run_name=tags["mlflow.runName"],
+                )
+                self.run_id = created.info.run_id
+        log.info(
+            "MLflow: run %s (experiment %r, id %s) at %s; %s",
+            self.run_id,
+            self.experiment_name,
+            self.experiment_id,
+            settings.public_uri(uri),
+            _view_hint(uri, self.experiment_id, self.run_id),
+        )
+        return self._handle_entry()
+
+    def _reopen(self, client: MlflowClient, status: str) -> None:
+        if status in _TERMINAL:
+            assert self.run_id is not None
+            self._call(client.update_run, self.run_id, status="RUNNING")
+
+    @hookimpl
+    def attach_run(self, run: RunContext, attach: Mapping[str, Any]) -> dict[str, Any] | None:
+        """Join the run named by the handle entry; never creates one. A primary that resumes the
+        run sets it RUNNING again; a secondary records which process writes its role."""
+        run_id = attach.get("run_id")
+        handle_uri = attach.get("tracking_uri")
+        if not run_id or not handle_uri:
+            raise ValueError(
+                f"MLflow run handle entry {dict(attach)!r} lacks tracking_uri or run_id: the "
+                "primary's open_run did not succeed (start the run again, or run "
+                "`tracking-core sync`)"
+            )
+        client = self._connect(settings.attach_uri(run, str(handle_uri)))
+        found = self._call(client.get_run, str(run_id))
+        self.run_id = found.info.run_id
+        self.experiment_id = found.info.experiment_id
+        self.experiment_name = attach.get("experiment")
+        if run.primary:
+            self._reopen(client, found.info.status)
+            return self._handle_entry()
+        if run.role:
+            key = mlflow_key(f"tracking_core.writer/{run.role}")
+            self._call(client.set_tag, self.run_id, key, run.label)
+        return None
+
+    # -- config --------------------------------------------------------------------------------
+    @hookimpl
+    def log_config(self, config: ConfigSection, role: str | None) -> None:
+        """Params (new ones only; a changed value is recorded, never raised) and the namespace's
+        complete JSON artifact."""
+        client, run_id = self._need_run()
+        shaped = mlflow_params(config)
+        changed: dict[str, dict[str, str]] = {}
+        for _ in range(3):
+            existing = self._call(client.get_run, run_id).data.params
+            new = {k: v for k, v in shaped.params.items() if k not in existing}
+            changed = {
+                k: {"logged": existing[k], "new": v}
+                for k, v in shaped.params.items()
+                if k in existing and existing[k] != v
+            }
+            try:
+                for batch in replace(shaped, params=new).batches():
+                    params = [Param(k, v) for k, v in batch.items()]
+                    self._call(client.log_batch, run_id, params=params)
+                break
+            except MlflowException as exc:
+                # Another writer logged one of these keys between the read and the write.
+                if "Changing param values is not allowed" not in str(exc):
+                    raise
+        else:
+            raise RuntimeError(f"MLflow params of {config.namespace!r} kept changing under us")
+        self._call(client.log_text, run_id, config_json(config), artifact_path(config))
+        if shaped.renamed or shaped.truncated:
+            doc = {"renamed": shaped.renamed, "truncated": shaped.truncated}
+            self._call(
+                client.log_text,
+                run_id,
+                json.dumps(doc, indent=1, sort_keys=True),
+                f"config/{config.namespace}.mlflow-keys.json",
+            )
+        if changed:
+            self._record_changes(client, run_id, config, changed)
+
+    def _record_changes(
+        self,
+        client: MlflowClient,
+        run_id: str,
+        config: ConfigSection,
+        changed: Mapping[str, Mapping[str, str]],
+    ) -> None:
+        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+        where = f"config/{config.namespace}.changes-{stamp}.json"
+        tags = [
+            RunTag(mlflow_key(CHANGED_TAG + key), self._change_tag(values, where))
+            for key, values in changed.items()
+        ]
+        self._call(client.log_batch, run_id, tags=tags)
+        doc = {"namespace": config.namespace, "by": self.context.label, "changed": changed}
+        self._call(client.log_text, run_id, json.dumps(doc, indent=1, sort_keys=True), where)
+        log.warning(
+            "MLflow: %d %s config value(s) differ from the params already logged in run %s; "
+            "MLflow params cannot change, so they keep their first value and the new values are "
+            "in the tags %s* and the artifact %s: %s",
+            len(changed),
+            config.namespace,
+            run_id,
+            CHANGED_TAG,
+            where,
+            ", ".join(sorted(changed)),
+        )
+
+    def _change_tag(self, values: Mapping[str, str], where: str) -> str:
+        """``{"logged", "new", "by", "full"}`` as JSON within MLflow's tag length; long values are
+        clipped here (the artifact ``where`` has them whole)."""
+        for limit in (3000, 1000, 200):
+            text = json.dumps(
+                {
+                    "logged": _clip(values["logged"], limit),
+                    "new": _clip(values["new"], limit),
+                    "by": self.context.label,
+                    "full": where,
+                },
+                sort_keys=True,
+                ensure_ascii=False,
+            )
+            if len(text) <= MAX_TAG_VALUE:
+                break
+        return text
+
+    # -- metrics -------------------------------------------------------------------------------
+    def _metrics(self, records: Sequence[MetricRecord]) -> tuple[list[Metric], dict[str, int]]:
+        """The batch as MLflow metrics (axis points included) and the axes' new last steps."""
+        out: dict[tuple[str, int, int, float], Metric] = {}
+        last = dict(self._last_axis_step)
+        for record in records:
+            step = record.step if record.step is not None else 0
+            timestamp = int(record.timestamp * 1000)
+            key = self._shape(record.name)
+            value = float(record.value)
+            out.setdefault((key, timestamp, step, value), Metric(key, value, timestamp, step))
+            axis_name = record.axis
+            if axis_name is None or record.step is None:
+                continue
+            axis = self._shape(axis_name)
+            if last.get(axis) == step:
+                continue
+            last[axis] = step
+            point = Metric(axis, float(step), timestamp, step)
+            out.setdefault((axis, timestamp, step, float(step)), point)
+        return list(out.values()), last
+
+    def _key_tags(self) -> dict[str, RunTag]:
+        """A tag per metric key that had to be renamed and is not tagged yet (shaped -> tag)."""
+        return {
+            shaped: RunTag(mlflow_key(METRIC_KEY_TAG + shaped), _clip(original, MAX_TAG_VALUE))
+            for original, shaped in self._shape.renamed.items()
+            if shaped not in self._tagged_keys
+        }
+
+    @hookimpl
+    def log_metrics(self, records: Sequence[MetricRecord]) -> None:
+        """One ``log_batch`` per 1000 metrics; returning means MLflow stored all of them."""
+        client, run_id = self._need_run()
+        metrics, last = self._metrics(records)
+        tags = self._key_tags()
+        for start in range(0, len(metrics), MAX_METRICS_PER_REQUEST):
+            chunk = metrics[start : start + MAX_METRICS_PER_REQUEST]
+            self._call(client.log_batch, run_id, metrics=chunk)
+        if tags:
+            self._call(client.log_batch, run_id, tags=list(tags.values()))
+            self._tagged_keys.update(tags)
+        self._last_axis_step = last
+
+    # -- the end -------------------------------------------------------------------------------
+    @hookimpl
+    def close_run(self, status: RunStatus, run: RunContext) -> None:
+        """The primary ends the run with ``status``; a secondary has nothing buffered (every call
+        above is synchronous) and leaves the run open for the others."""
+        if not run.primary:
+            return
+        client, run_id = self._need_run()
+        self._call(client.set_terminated, run_id, status=RunStatus(status).value)
+
+
+def _view_hint(uri: str, experiment_id: str | None, run_id: str | None) -> str:
+    url = settings.run_url(uri, experiment_id, run_id)
+    if url is not None:
+        return f"view it at {url}"
+    path = settings.sqlite_path(uri)
+    if path is not None:
+        return f"view it with: mlflow ui --backend-store-uri sqlite:///{path}"
+    return f"view it with: mlflow ui --backend-store-uri {settings.public_uri(uri)}"

@@ -1,0 +1,188 @@
+"""What the MLflow backend decides before it talks to MLflow: where, which experiment, which tags,
+how long a dead server may hold a call. Standard library only, so it is cheap to test.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from tracking_core import RunContext
+
+log = logging.getLogger("tracking_core.mlflow")
+
+DEFAULT_EXPERIMENT = "tracking-core"
+EMBEDDED_DIR = "mlflow"
+EMBEDDED_DB = "mlflow.db"
+ARTIFACTS_DIR = "artifacts"
+
+#: MLflow's HTTP client defaults retry a dead server for ~4 minutes per call (7 retries, backoff
+#: factor 2, 120 s timeout). The backend's worker retries failed calls itself, with its own
+#: backoff and circuit breaker, so one call should fail fast: a refused connection within ~1 s,
+#: a hung server within ~21 s (two tries of 10 s). ``set_terminated`` would also print the run's
+#: URL to stdout: the backend logs it instead. Set before mlflow is imported, only where the user
+#: has not set them: an explicit environment variable always wins.
+MLFLOW_ENV_DEFAULTS = {
+    "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "1",
+    "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
+    "MLFLOW_HTTP_REQUEST_BACKOFF_JITTER": "0.5",
+    "MLFLOW_HTTP_REQUEST_TIMEOUT": "10",
+    "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT": "true",
+}
+
+
+def apply_env_defaults(env: dict[str, str] | os._Environ[str] = os.environ) -> dict[str, str]:
+    """Put :data:`MLFLOW_ENV_DEFAULTS` into ``env`` where unset; returns what was set.
+
+    MLflow reads these per request, process-wide; there is no per-client setting.
+    """
+    applied = {}
+    for name, value in MLFLOW_ENV_DEFAULTS.items():
+        if not env.get(name):
+            env[name] = value
+            applied[name] = value
+    return applied
+
+
+def embedded_uri(tracking_dir: str | os.PathLike[str]) -> str:
+    """The embedded store: ``sqlite:///<tracking_dir>/mlflow/mlflow.db`` (absolute path)."""
+    path = Path(tracking_dir).absolute() / EMBEDDED_DIR / EMBEDDED_DB
+    return f"sqlite:///{path}"
+
+
+def embedded_artifacts(tracking_dir: str | os.PathLike[str]) -> str:
+    """Where experiments created in a local store keep artifacts: beside the embedded store."""
+    return str(Path(tracking_dir).absolute() / EMBEDDED_DIR / ARTIFACTS_DIR)
+
+
+def tracking_uri(run: RunContext) -> str:
+    """``--mlflow-tracking-uri``, else ``$MLFLOW_TRACKING_URI``, else the embedded store.
+
+    A relative ``sqlite:///`` path is made absolute: every process of the job must reach the same
+    file whatever its working directory.
+    """
+    uri = run.option("mlflow_tracking_uri", "MLFLOW_TRACKING_URI")
+    if not uri:
+        return embedded_uri(run.tracking_dir)
+    return absolute_sqlite_uri(str(uri))
+
+
+def absolute_sqlite_uri(uri: str) -> str:
+    """``uri`` with a relative SQLite path made absolute (anything else unchanged)."""
+    path = sqlite_path(uri)
+    if path is None or path.is_absolute():
+        return uri
+    query = uri.partition("?")[2]
+    return f"sqlite:///{path.absolute()}" + (f"?{query}" if query else "")
+
+
+def sqlite_path(uri: str) -> Path | None:
+    """The database file of a ``sqlite:///`` URI, or None (a server, another database, memory)."""
+    if not uri.startswith("sqlite:///"):
+        return None
+    path = uri[len("sqlite:///") :].partition("?")[0]
+    if not path or path == ":memory:":
+        return None
+    return Path(path)
+
+
+def is_local_database(uri: str) -> bool:
+    """Whether ``uri`` is a database file on this host (whose artifacts we place ourselves)."""
+    return sqlite_path(uri) is not None
+
+
+def run_url(uri: str, experiment_id: str | None, run_id: str | None) -> str | None:
+    """The run's page in the MLflow UI, for a server URI (None for a local store)."""
+    if not uri.startswith(("http://", "https://")) or not experiment_id or not run_id:
+        return None
+    return f"{public_uri(uri).rstrip('/')}/#/experiments/{experiment_id}/runs/{run_id}"
+
+
+def public_uri(uri: str) -> str:
+    """``uri`` without ``user:password@``: what may be saved in the run handle and logged."""
+    parts = urlsplit(uri)
+    if parts.username is None and parts.password is None:
+        return uri
+    host = parts.hostname or ""
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
+
+
+def attach_uri(run: RunContext, handle_uri: str) -> str:
+    """The URI a secondary uses for the handle's ``handle_uri``: its own configured URI when that
+    is the same store with credentials (which the handle never carries), else the handle's."""
+    local = run.option("mlflow_tracking_uri", "MLFLOW_TRACKING_URI")
+    if local and str(local) != handle_uri and public_uri(str(local)) == handle_uri:
+        return str(local)
+    return handle_uri
+
+
+def experiment(run: RunContext) -> tuple[str | None, str | None]:
+    """(name, id) of the experiment: ``--mlflow-experiment``, ``$MLFLOW_EXPERIMENT_NAME``,
+    ``$MLFLOW_EXPERIMENT_ID``, else the name ``tracking-core``. Exactly one of the two is set."""
+    name = run.option("mlflow_experiment", "MLFLOW_EXPERIMENT_NAME")
+    if name:
+        return str(name), None
+    experiment_id = os.environ.get("MLFLOW_EXPERIMENT_ID")
+    if experiment_id:
+        return None, experiment_id
+    return DEFAULT_EXPERIMENT, None
+
+
+def parse_tags(value: Any) -> dict[str, str]:
+    """``--mlflow-tags``: a mapping, a JSON object, or ``k=v,k2=v2``; values become strings."""
+    if value is None or value == "":
+        return {}
+    if isinstance(value, Mapping):
+        return {str(k): str(v) for k, v in value.items()}
+    text = str(value).strip()
+    if text.startswith("{"):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"--mlflow-tags is not a valid JSON object: {exc}") from exc
+        if not isinstance(data, dict):
+            raise ValueError("--mlflow-tags JSON must be an object of key: value")
+        return {str(k): str(v) for k, v in data.items()}
+    tags: dict[str, str] = {}
+    for item in text.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        key, sep, val = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(
+                f"--mlflow-tags item {item!r} is not key=value (use k=v,k2=v2 or a JSON object)"
+            )
+        tags[key.strip()] = val.strip()
+    return tags
+
+
+@contextlib.contextmanager
+def file_lock(path: Path) -> Iterator[None]:
+    """An exclusive ``flock`` on ``path`` between processes of this host (a no-op where the
+    platform or the directory does not allow it: the lock is a safeguard, not a requirement)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        yield
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        log.debug("no lock file %s (%s); going on without it", path, exc)
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)

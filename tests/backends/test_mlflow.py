@@ -1,0 +1,459 @@
+"""The MLflow backend against real MLflow: an ``mlflow server`` on 127.0.0.1 and the embedded SQLite
+store written by several processes at once. Everything is read back with ``MlflowClient``."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+import textwrap
+import time
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import tracking_core
+from tests.helpers.mlflow_server import MlflowServer, free_port, mlflow_server  # noqa: F401
+from tracking_core import MetricRecord, RunContext
+from tracking_core.config import build_section, mlflow_params
+
+pytestmark = pytest.mark.integration
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    for name in ("TRACKING_CORE_RUN", "TRACKING_CORE_BACKENDS", "MLFLOW_TRACKING_URI",
+                 "MLFLOW_EXPERIMENT_NAME", "PYTEST_CURRENT_TEST"):
+        env.pop(name, None)
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env.update(extra)
+    return env
+
+
+def _python(code: str, env: Mapping[str, str], timeout: float = 120) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(env),
+        cwd=REPO,
+    )
+
+
+def _wait(proc: subprocess.Popen[str], timeout: float = 120) -> str:
+    out, err = proc.communicate(timeout=timeout)
+    assert proc.returncode == 0, f"exit {proc.returncode}\n{out}\n{err[-4000:]}"
+    return out
+
+
+def _client(entry: Mapping[str, Any]) -> Any:
+    from mlflow import MlflowClient
+
+    return MlflowClient(entry["tracking_uri"])
+
+
+def _artifact_json(client: Any, run_id: str, path: str) -> dict[str, Any]:
+    from mlflow.artifacts import download_artifacts
+
+    local = download_artifacts(run_id=run_id, artifact_path=path, tracking_uri=client.tracking_uri)
+    return json.loads(Path(local).read_text())
+
+
+def _history(client: Any, run_id: str, key: str) -> list[tuple[int, float]]:
+    return sorted((m.step, m.value) for m in client.get_metric_history(run_id, key))
+
+
+def _check_config(
+    client: Any,
+    run_id: str,
+    config: Mapping[str, Any],
+    role: str | None,
+    latest: Mapping[str, Any] | None = None,
+) -> None:
+    """Params equal the shaped section of ``config`` (the first one logged: params never change)
+    and the JSON artifact holds the ``latest`` config logged for the namespace, losslessly."""
+    section = build_section(config, role, "default")
+    params = client.get_run(run_id).data.params
+    expected = mlflow_params(section).params
+    assert {k: params.get(k) for k in expected} == expected
+    if latest is not None:
+        section = build_section(latest, role, "default")
+    doc = _artifact_json(client, run_id, f"config/{section.namespace}.json")
+    assert doc["values"] == json.loads(json.dumps(dict(section.values)))
+
+
+# -- cheap checks, no MLflow call --------------------------------------------------------------
+def test_importing_the_plugin_does_not_import_mlflow() -> None:
+    code = """
+        import argparse, sys
+        import tracking_core, tracking_mlflow
+        from tracking_core.options import add_tracking_options
+        manager = tracking_core.get_plugin_manager()
+        assert "mlflow" in manager.backends, manager.backends
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--mlflow-experiment", dest="exp", default="host's")
+        host = add_tracking_options(parser)
+        ns = parser.parse_args(["--mlflow-tracking-uri", "http://x:1", "--mlflow-tags", "a=b"])
+        assert ns.mlflow_tracking_uri == "http://x:1" and ns.mlflow_tags == "a=b", ns
+        assert "--mlflow-experiment" in host.reused and ns.exp == "host's", host.reused
+        assert "mlflow" not in sys.modules, "importing the plugin imported mlflow"
+        print("ok")
+    """
+    assert _wait(_python(code, _env())).strip() == "ok"
+
+
+BLOCK_MLFLOW = '''
+import sys
+
+
+class _NoMlflow:
+    """As if mlflow were not installed: the import system cannot find it."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name == "mlflow" or name.startswith("mlflow."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+
+sys.meta_path.insert(0, _NoMlflow())
+'''
+
+
+def test_selecting_mlflow_without_mlflow_names_the_extra(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(BLOCK_MLFLOW)
+    code = f"""
+        import tracking_core
+        try:
+            import mlflow
+        except ImportError:
+            pass
+        else:
+            raise SystemExit("mlflow is still importable")
+        try:
+            tracking_core.start_run(backends=["mlflow"], tracking_dir={str(tmp_path)!r})
+        except tracking_core.BackendUnavailable as exc:
+            print(exc)
+        else:
+            raise SystemExit("selecting mlflow did not fail")
+    """
+    env = _env(PYTHONPATH=os.pathsep.join([str(site), str(REPO)]))
+    out = _wait(_python(code, env))
+    assert "'mlflow'" in out and 'pip install "tracking-core[mlflow]"' in out, out
+
+
+def test_settings_resolve_options_env_and_defaults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tracking_mlflow import settings
+
+    for name in ("MLFLOW_TRACKING_URI", "MLFLOW_EXPERIMENT_NAME", "MLFLOW_EXPERIMENT_ID"):
+        monkeypatch.delenv(name, raising=False)
+    ctx = RunContext(backend="mlflow", run_id="r", name="n", primary=True, tracking_dir=tmp_path)
+    assert settings.tracking_uri(ctx) == f"sqlite:///{tmp_path.absolute()}/mlflow/mlflow.db"
+    assert settings.experiment(ctx) == ("tracking-core", None)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://from-env:5000")
+    monkeypatch.setenv("MLFLOW_EXPERIMENT_NAME", "env-exp")
+    assert settings.tracking_uri(ctx) == "http://from-env:5000"
+    assert settings.experiment(ctx) == ("env-exp", None)
+    ctx.options = {"mlflow_tracking_uri": "sqlite:///rel/x.db", "mlflow_experiment": "opt"}
+    assert settings.tracking_uri(ctx) == f"sqlite:///{Path('rel/x.db').absolute()}"
+    assert settings.experiment(ctx) == ("opt", None)
+    # Credentials never reach the handle; a secondary gets them back from its own environment.
+    secret = "https://alice:s3cret@mlflow.example:8443/base"
+    assert settings.public_uri(secret) == "https://mlflow.example:8443/base"
+    ctx.options = {"mlflow_tracking_uri": secret}
+    assert settings.attach_uri(ctx, "https://mlflow.example:8443/base") == secret
+    assert settings.attach_uri(ctx, "http://other:1") == "http://other:1"
+    assert settings.parse_tags("a=1, b = two") == {"a": "1", "b": "two"}
+    assert settings.parse_tags('{"x": 3}') == {"x": "3"}
+    with pytest.raises(ValueError, match="key=value"):
+        settings.parse_tags("novalue")
+
+
+def test_a_dead_server_fails_a_call_within_seconds(tmp_path: Path) -> None:
+    """MLflow's defaults retry a dead server for ~4 minutes per call; the backend's must not."""
+    from mlflow.exceptions import MlflowException
+    from tracking_mlflow.backend import MlflowBackend
+
+    uri = f"http://127.0.0.1:{free_port()}"
+    ctx = RunContext(
+        backend="mlflow", run_id="r", name="n", primary=True, tracking_dir=tmp_path,
+        options={"mlflow_tracking_uri": uri},
+    )
+    start = time.monotonic()
+    with pytest.raises(MlflowException):
+        MlflowBackend(ctx).open_run(ctx)
+    assert time.monotonic() - start < 8.0
+
+
+# -- a real mlflow server --------------------------------------------------------------------
+LAUNCH = {
+    "lr": 1e-6,
+    "num_rollout": 3000,
+    "rollout_function_path": "slime.rollout.sglang_rollout.generate_rollout",
+    "prompt_data": "/data/dapo-math-17k.jsonl",
+    "eval_config": {"aime": {"n_samples_per_eval_prompt": 16}},
+    "pass@k": 8,
+    "long_text": "x" * 7000,
+    "wandb_key": "0123456789abcdef0123456789abcdef01234567",
+}
+ACTOR = {"lr": 1e-6, "tensor_model_parallel_size": 2, "micro_batch_size": 1}
+CRITIC = {"lr": 1e-5, "tensor_model_parallel_size": 1, "micro_batch_size": 2}
+
+
+@pytest.mark.slow
+def test_server_round_trip(
+    mlflow_server: MlflowServer, tmp_path: Path, caplog: pytest.LogCaptureFixture  # noqa: F811
+) -> None:
+    experiment = f"test-{uuid.uuid4().hex[:8]}"
+    run = tracking_core.start_run(
+        LAUNCH,
+        backends=["mlflow"],
+        tracking_dir=tmp_path,
+        name="ppo-qwen3",
+        options={
+            "mlflow_tracking_uri": mlflow_server.uri,
+            "mlflow_experiment": experiment,
+            "mlflow_tags": "team=rl,sweep=s1",
+        },
+        tags={"launcher": "pytest"},
+        export=False,
+    )
+    entry = run.handle.backends["mlflow"]
+    assert set(entry) == {"tracking_uri", "run_id", "experiment_id", "experiment"}
+    assert entry["tracking_uri"] == mlflow_server.uri and entry["experiment"] == experiment
+    actor = tracking_core.attach(run.handle, role="actor", writer=True, collect=False, config=ACTOR)
+    critic = tracking_core.attach(
+        run.handle, role="critic", writer=True, collect=False, config=CRITIC,
+        metric_prefix="",  # slime names critic metrics itself
+    )
+    rollout = tracking_core.attach(
+        run.handle, role="rollout", writer=True, collect=False, metric_prefix=""
+    )
+    steps = 60
+    for step in range(steps):
+        actor.log_metrics(
+            {"train/pg_loss": 1.0 / (step + 1), "train/kl": 0.01 * step}, step=step,
+            step_key="train/step",
+        )
+        critic.log_metrics(
+            {"train/critic-value_loss": 2.0 - step / steps, "train/step": step}, step=step,
+            step_key="train/step",
+        )
+        if step % 10 == 0:
+            rollout.log_metrics(
+                {"passrate/pass@1": step / 100, "rollout/step": step // 10}, step=step // 10,
+                step_key="rollout/step",
+            )
+    run.log_metrics({"perf/wall": 1.5})
+    run.log_metrics({"perf/wall": 2.5})
+    # The same launch config again is fine; a changed value must not raise.
+    run.log_config(LAUNCH, role=None)
+    with caplog.at_level(logging.WARNING, logger="tracking_core.mlflow"):
+        run.log_config({**LAUNCH, "num_rollout": 10}, role=None)
+        assert run.flush(60)
+    for child in (actor, critic, rollout):
+        summary = child.finish(60)
+        assert summary.drained and not any(b["failures"] for b in summary.backends.values()), (
+            summary.describe()
+        )
+    summary = run.finish(60)
+    assert summary.drained, summary.describe()
+    assert not summary.backends["mlflow"]["failures"], summary.describe()
+
+    client = _client(entry)
+    run_id = entry["run_id"]
+    data = client.get_run(run_id)
+    assert data.info.status == "FINISHED" and data.info.experiment_id == entry["experiment_id"]
+    tags = data.data.tags
+    assert tags["mlflow.runName"] == "ppo-qwen3" and tags["tracking_core.run_id"] == run.run_id
+    assert tags["team"] == "rl" and tags["sweep"] == "s1" and tags["launcher"] == "pytest"
+    assert tags["tracking_core.writer/actor"].startswith("actor-")
+
+    # Config: params, lossless JSON artifacts, renamed/cut keys listed, the change recorded.
+    _check_config(client, run_id, LAUNCH, None, latest={**LAUNCH, "num_rollout": 10})
+    _check_config(client, run_id, ACTOR, "actor")
+    _check_config(client, run_id, CRITIC, "critic")
+    params = data.data.params
+    assert params["num_rollout"] == "3000" and params["actor/lr"] == "1e-06"
+    assert params["critic/tensor_model_parallel_size"] == "1"
+    assert "0123456789abcdef" not in json.dumps(params)
+    assert params["pass_at_k"] == "8" and len(params["long_text"]) <= 6000
+    keys = _artifact_json(client, run_id, "config/launch.mlflow-keys.json")
+    assert keys == {"renamed": {"pass@k": "pass_at_k"}, "truncated": ["long_text"]}
+    changed = json.loads(tags["config_changed/num_rollout"])
+    assert changed["logged"] == "3000" and changed["new"] == "10"
+    assert any("num_rollout" in r.getMessage() for r in caplog.records), caplog.text
+
+    # Metrics: every step exactly once, named axes logged once per step.
+    assert _history(client, run_id, "actor/train/pg_loss") == [
+        (s, 1.0 / (s + 1)) for s in range(steps)
+    ]
+    assert len(client.get_metric_history(run_id, "actor/train/kl")) == steps
+    assert _history(client, run_id, "actor/train/step") == [(s, float(s)) for s in range(steps)]
+    assert _history(client, run_id, "train/step") == [(s, float(s)) for s in range(steps)]
+    assert len(client.get_metric_history(run_id, "train/critic-value_loss")) == steps
+    assert _history(client, run_id, "passrate/pass_at_1") == [(s, s / 10) for s in range(6)]
+    assert tags["tracking_core.metric_key/passrate/pass_at_1"] == "passrate/pass@1"
+    assert _history(client, run_id, "rollout/step") == [(s, float(s)) for s in range(6)]
+    assert _history(client, run_id, "perf/wall") == [(0, 1.5), (0, 2.5)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("status", ["FAILED", "KILLED"])
+def test_server_final_status(
+    mlflow_server: MlflowServer, tmp_path: Path, status: str  # noqa: F811
+) -> None:
+    run = tracking_core.start_run(
+        backends=["mlflow"], tracking_dir=tmp_path, export=False,
+        options={"mlflow_tracking_uri": mlflow_server.uri, "mlflow_experiment": "statuses"},
+    )
+    child = tracking_core.attach(run.handle, role="actor", writer=True, collect=False)
+    child.log_metrics({"loss": 1.0}, step=0)
+    child.finish(30)
+    assert run.finish(30, status=status).drained
+    entry = run.handle.backends["mlflow"]
+    info = _client(entry).get_run(entry["run_id"]).info
+    assert info.status == status and info.end_time is not None
+
+
+@pytest.mark.slow
+def test_retried_batch_and_reopened_run_are_stored_once(
+    mlflow_server: MlflowServer, tmp_path: Path  # noqa: F811
+) -> None:
+    """A batch offered again (the worker's retry after a lost reply, a journal replay) carries the
+    same timestamps, and MLflow's SQL store keeps one copy; open_run again finds the same run."""
+    from tracking_mlflow.backend import MlflowBackend
+
+    ctx = RunContext(
+        backend="mlflow", run_id=f"job-{uuid.uuid4().hex[:6]}", name="retry", primary=True,
+        tracking_dir=tmp_path, options={"mlflow_tracking_uri": mlflow_server.uri},
+    )
+    entry = MlflowBackend(ctx).open_run(ctx)
+    again = MlflowBackend(ctx).open_run(ctx)
+    assert again["run_id"] == entry["run_id"]
+    secondary = RunContext(
+        backend="mlflow", run_id=ctx.run_id, name="retry", primary=False, role="actor",
+        tracking_dir=tmp_path,
+    )
+    now = time.time()
+    records = [
+        MetricRecord("loss", float(i), i, now + i / 1000, i, "actor", "actor/", "train/step")
+        for i in range(300)
+    ]
+    for _ in range(2):  # a fresh process replaying the journal, then the same batch again
+        backend = MlflowBackend(secondary)
+        backend.attach_run(secondary, entry)
+        backend.log_metrics(records[:200])
+        backend.log_metrics(records[:200])
+        backend.log_metrics(records[200:])
+    client = _client(entry)
+    assert len(client.get_metric_history(entry["run_id"], "actor/loss")) == 300
+    assert len(client.get_metric_history(entry["run_id"], "actor/train/step")) == 300
+
+
+# -- the embedded SQLite store, several writing processes -----------------------------------------
+ROLE_WORKER = """
+    import time, tracking_core
+    run = tracking_core.attach(
+        role=__ROLE__, writer=True, collect=False, flush_interval=0.05,
+        config={"lr": __LR__, "role_name": __ROLE__, "seed": 1234},
+    )
+    for step in range(__STEPS__):
+        run.log_metrics({"loss": 1.0 / (step + 1), "kl": step * 0.5, "passrate/pass@1": 0.25},
+                        step=step, step_key="train/step")
+        if step % 20 == 0:
+            time.sleep(0.01)
+    summary = run.finish(90)
+    assert summary.drained, summary.describe()
+    assert not any(b["failures"] for b in summary.backends.values()), summary.describe()
+    print(summary.describe())
+"""
+
+
+@pytest.mark.slow
+def test_embedded_store_with_concurrent_writers(tmp_path: Path) -> None:
+    steps = 300
+    run = tracking_core.start_run(
+        {"lr": 1e-6, "model": "qwen3-4b"}, backends=["mlflow"], tracking_dir=tmp_path,
+        name="embedded", export=False,
+    )
+    entry = run.handle.backends["mlflow"]
+    db = tmp_path / "mlflow" / "mlflow.db"
+    assert entry["tracking_uri"] == f"sqlite:///{db.absolute()}" and db.exists()
+    roles = {"actor": 1e-6, "critic": 1e-5, "rollout": 0.0}
+    env = _env(TRACKING_CORE_RUN=run.handle.to_json())
+    procs = {
+        role: _python(
+            ROLE_WORKER.replace("__ROLE__", repr(role))
+            .replace("__LR__", repr(lr))
+            .replace("__STEPS__", str(steps)),
+            env,
+        )
+        for role, lr in roles.items()
+    }
+    for step in range(steps):  # the primary writes at the same time
+        run.log_metrics({"driver/queue": float(step)}, step=step, step_key="driver/step")
+    for proc in procs.values():
+        _wait(proc, 180)
+    assert run.finish(60).drained
+
+    client = _client(entry)
+    run_id = entry["run_id"]
+    info = client.get_run(run_id).info
+    assert info.status == "FINISHED"
+    assert info.artifact_uri.startswith(str((tmp_path / "mlflow" / "artifacts").absolute())) or (
+        str((tmp_path / "mlflow" / "artifacts").absolute()) in info.artifact_uri
+    )
+    _check_config(client, run_id, {"lr": 1e-6, "model": "qwen3-4b"}, None)
+    for role, lr in roles.items():
+        _check_config(client, run_id, {"lr": lr, "role_name": role, "seed": 1234}, role)
+        assert _history(client, run_id, f"{role}/loss") == [
+            (s, 1.0 / (s + 1)) for s in range(steps)
+        ]
+        assert len(client.get_metric_history(run_id, f"{role}/kl")) == steps
+        assert len(client.get_metric_history(run_id, f"{role}/passrate/pass_at_1")) == steps
+        assert _history(client, run_id, f"{role}/train/step") == [
+            (s, float(s)) for s in range(steps)
+        ]
+    assert len(client.get_metric_history(run_id, "driver/queue")) == steps
+
+
+PRIMARY = """
+    import json, tracking_core
+    run = tracking_core.start_run(
+        {"job": __JOB__}, backends=["mlflow"], tracking_dir=__DIR__, name=__JOB__
+    )
+    run.log_metrics({"x": 1.0}, step=0)
+    summary = run.finish(60)
+    assert summary.drained and not summary.backends["mlflow"]["failures"], summary.describe()
+    print(json.dumps(run.handle.backends["mlflow"]))
+"""
+
+
+@pytest.mark.slow
+def test_jobs_creating_one_embedded_store_at_once(tmp_path: Path) -> None:
+    """Without the init lock, processes that create a fresh SQLite store at the same moment all
+    run MLflow's migrations and leave a database that nobody can open."""
+    procs = [
+        _python(
+            PRIMARY.replace("__JOB__", repr(f"job{i}")).replace("__DIR__", repr(str(tmp_path))),
+            _env(),
+        )
+        for i in range(3)
+    ]
+    entries = [json.loads(_wait(p, 180).strip().splitlines()[-1]) for p in procs]
+    assert len({e["run_id"] for e in entries}) == 3
+    assert len({e["experiment_id"] for e in entries}) == 1
+    client = _client(entries[0])
+    for i, entry in enumerate(entries):
+        data = client.get_run(entry["run_id"])
+        assert data.info.status == "FINISHED" and data.data.params == {"job": f"job{i}"}
