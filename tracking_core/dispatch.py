@@ -40,6 +40,7 @@ MAX_BATCH = 1000
 MAX_QUEUE_ROWS = 20_000
 MAX_QUEUE_ENV = "TRACKING_CORE_MAX_QUEUE_ROWS"
 BREAKER_THRESHOLD = 3
+CONFIG_ATTEMPTS = 8
 MAX_RETRY_DELAY = 10.0
 
 
@@ -268,7 +269,9 @@ class BackendWorker:
             )
         elif kind == "config":
             section, config_id = payload
-            if self._retrying("log_config", attempts=None, config=section, role=section.role):
+            # Bounded: a config the backend keeps refusing must not hold up the metrics behind
+            # it; it stays unacknowledged in the journal for `tracking-core sync`.
+            if self._retrying("log_config", attempts=CONFIG_ATTEMPTS, config=section, role=section.role):
                 if self.journal is not None and config_id is not None:
                     self.journal.ack_config(self.name, config_id)
         elif kind == "close":

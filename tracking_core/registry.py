@@ -26,6 +26,7 @@ class BackendSpec:
     requires: tuple[str, ...] = ()
     extra: str | None = None
     description: str = ""
+    max_batch: int | None = None
 
     def missing(self) -> list[str]:
         """Import names of ``requires`` that are not installed (checked without importing)."""
@@ -66,6 +67,7 @@ class BackendRegistrar:
         requires: Sequence[str] = (),
         extra: str | None = None,
         description: str = "",
+        max_batch: int | None = None,
     ) -> None:
         if not name or "," in name or name != name.strip():
             raise ValueError(
@@ -91,6 +93,7 @@ class BackendRegistrar:
             requires=tuple(requires),
             extra=extra,
             description=description,
+            max_batch=max_batch,
         )
 
 

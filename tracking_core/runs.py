@@ -30,7 +30,7 @@ from . import lifecycle
 from . import options as opts
 from .collectors import merge_collected
 from .context import RunContext
-from .dispatch import DEFAULT_FLUSH_INTERVAL, BackendWorker, Dispatcher
+from .dispatch import DEFAULT_FLUSH_INTERVAL, MAX_BATCH, BackendWorker, Dispatcher
 from .handle import ARGS_ATTR, RUN_ENV, RunHandle, find_handle
 from .journal import JOURNAL_DIR, Journal
 from .plugins import PluginManager, get_plugin_manager
@@ -291,6 +291,20 @@ class NullRun:
         return None
 
 
+def replay_options(options: Mapping[str, Any], backends: Sequence[str]) -> dict[str, Any]:
+    """The backend options ``tracking-core sync`` needs to reach the same trackers: each
+    backend's own plain-valued options (``mlflow_tracking_uri``), never a credential."""
+    from .config import classify_name
+
+    out = {}
+    for key, value in options.items():
+        if not any(key.startswith(f"{name}_") for name in backends):
+            continue
+        if isinstance(value, (str, int, float, bool)) and classify_name(key) is None:
+            out[key] = value
+    return out
+
+
 def _journal_path(handle: RunHandle, label: str) -> Path:
     stamp = f"{time.time_ns() // 1_000_000:x}"
     return Path(handle.tracking_dir) / JOURNAL_DIR / handle.run_id / f"{label}-{stamp}.jsonl"
@@ -326,6 +340,7 @@ def _build(
                 "pid": os.getpid(),
                 "host": socket.gethostname(),
                 "backends": [s.name for s in specs],
+                "options": replay_options(options, [s.name for s in specs]),
             },
         )
     lock = threading.Lock()
@@ -355,6 +370,7 @@ def _build(
             journal=journal_obj,
             lock=lock,
             flush_interval=flush_interval,
+            max_batch=spec.max_batch or MAX_BATCH,
         )
     dispatcher = Dispatcher(workers, journal_obj, lock, prefix, flush_interval)
     return slots, dispatcher, journal_obj

@@ -102,6 +102,7 @@ def _context(state: JournalState, handle: RunHandle, backend: str, *, primary: b
         tracking_dir=Path(handle.tracking_dir),
         role=state.meta.get("role"),
         label=f"sync-{state.meta.get('label', 'unknown')}",
+        options=dict(state.meta.get("options") or {}),
         resume=True,
     )
 
@@ -174,11 +175,11 @@ def _sync_backend(
     spec = manager.select([backend])[0]
     entry = handle.backends.get(backend) or {}
     if not entry or entry.get("pending"):
+        # The run never reached this backend: open it (once), as its primary would have. When
+        # this is a secondary's journal the run stays open: the primary's journal closes it.
         opener = BackendSlot(spec, _context(state, handle, backend, primary=True), manager)
         try:
             result = opener.call("open_run", run=opener.context)
-            if not is_primary:
-                opener.call("close_run", status=RunStatus.FINISHED, run=opener.context)
         finally:
             if not is_primary:
                 opener.release()
@@ -201,8 +202,9 @@ def _sync_backend(
         prefix = state.meta.get("prefix", "")
         role = state.meta.get("role")
         records = expand(rows, prefix, role)
-        for start in range(0, len(records), MAX_BATCH):
-            batch = records[start : start + MAX_BATCH]
+        size = spec.max_batch or MAX_BATCH
+        for start in range(0, len(records), size):
+            batch = records[start : start + size]
             slot.call("log_metrics", records=batch, run=slot.context)
             _append(state.path, [{"t": "ack", "b": backend, "s": batch[-1].seq}])
             report.records += len(batch)

@@ -48,6 +48,8 @@ def register_backends(register: BackendRegistrar) -> None:
         requires=["mlflow"],
         extra="mlflow",
         description="MLflow: a tracking server, or the embedded SQLite store in the tracking dir",
+        # 900 records plus their step-axis points fit one log_batch request (1000 metrics).
+        max_batch=900,
     )
 
 
