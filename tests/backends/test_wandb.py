@@ -23,11 +23,13 @@ import pytest
 
 import tracking_core
 from tests.helpers.wandb_offline import (
+    W_VARS,
     OfflineRun,
     count_files,
     find_offline_runs,
     grep_files,
     merged_config,
+    offline_env,
     read_job,
     read_offline_runs,
 )
@@ -54,41 +56,6 @@ ROLLOUT = {"rollout_batch_size": 4, "n_samples_per_prompt": 4}
 
 
 # -- environment ------------------------------------------------------------------------------
-W_VARS = (
-    "WANDB_API_KEY",
-    "WANDB_SERVICE",
-    "WANDB_PROJECT",
-    "WANDB_ENTITY",
-    "WANDB_RUN_GROUP",
-    "WANDB_NAME",
-    "WANDB_BASE_URL",
-    "WANDB_CONSOLE",
-    "WANDB_RUN_ID",
-    "WANDB_RESUME",
-    "TRACKING_CORE_RUN",
-    "TRACKING_CORE_BACKENDS",
-    "TRACKING_CORE_DIR",
-)
-
-
-def offline_env(tmp: Path) -> dict[str, str]:
-    """W&B offline, quiet, and writing only under ``tmp`` (its cache, config and data dirs too),
-    so that "every file W&B wrote" is every file under ``tmp``."""
-    env = {
-        "WANDB_MODE": "offline",
-        "WANDB_SILENT": "true",
-        "WANDB_DIR": str(tmp / "wandb-root"),
-        "WANDB_CACHE_DIR": str(tmp / "wandb-cache"),
-        "WANDB_CONFIG_DIR": str(tmp / "wandb-config"),
-        "WANDB_DATA_DIR": str(tmp / "wandb-data"),
-        "WANDB_ARTIFACT_DIR": str(tmp / "wandb-artifacts"),
-        "NETRC": str(tmp / "no-netrc"),
-    }
-    for path in ("wandb-root", "wandb-cache", "wandb-config", "wandb-data"):
-        (tmp / path).mkdir(parents=True, exist_ok=True)
-    return env
-
-
 @pytest.fixture
 def wandb_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for name in W_VARS:

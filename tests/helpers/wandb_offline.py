@@ -212,3 +212,39 @@ def count_files(root: str | os.PathLike[str]) -> int:
         for name in names
         if (Path(dirpath) / name).is_file() and not (Path(dirpath) / name).is_symlink()
     )
+
+
+# -- a quiet offline environment for tests --------------------------------------------------
+W_VARS = (
+    "WANDB_API_KEY",
+    "WANDB_SERVICE",
+    "WANDB_PROJECT",
+    "WANDB_ENTITY",
+    "WANDB_RUN_GROUP",
+    "WANDB_NAME",
+    "WANDB_BASE_URL",
+    "WANDB_CONSOLE",
+    "WANDB_RUN_ID",
+    "WANDB_RESUME",
+    "TRACKING_CORE_RUN",
+    "TRACKING_CORE_BACKENDS",
+    "TRACKING_CORE_DIR",
+)
+
+
+def offline_env(tmp: Path) -> dict[str, str]:
+    """W&B offline, quiet, and writing only under ``tmp`` (its cache, config and data dirs too),
+    so that "every file W&B wrote" is every file under ``tmp``."""
+    env = {
+        "WANDB_MODE": "offline",
+        "WANDB_SILENT": "true",
+        "WANDB_DIR": str(tmp / "wandb-root"),
+        "WANDB_CACHE_DIR": str(tmp / "wandb-cache"),
+        "WANDB_CONFIG_DIR": str(tmp / "wandb-config"),
+        "WANDB_DATA_DIR": str(tmp / "wandb-data"),
+        "WANDB_ARTIFACT_DIR": str(tmp / "wandb-artifacts"),
+        "NETRC": str(tmp / "no-netrc"),
+    }
+    for path in ("wandb-root", "wandb-cache", "wandb-config", "wandb-data"):
+        (tmp / path).mkdir(parents=True, exist_ok=True)
+    return env
