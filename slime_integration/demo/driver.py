@@ -168,8 +168,8 @@ def run_demo(args: argparse.Namespace) -> int:
         run.finish(status="KILLED")
         return 130
     summary = run.finish(status="FAILED" if failed else "FINISHED")
-    print(f"\ndemo {'FAILED (' + ', '.join(failed) + ')' if failed else 'finished'} "
-          f"in {time.monotonic() - started:.0f} s; {summary.describe()}")
+    outcome = f"FAILED ({', '.join(failed)})" if failed else "finished"
+    print(f"\ndemo {outcome} in {time.monotonic() - started:.0f} s; run {summary.status.value}")
     print("\nWhere the run is:")
     for line in where_to_look(run.handle):
         print(f"  {line}")

@@ -163,7 +163,9 @@ def main(argv: list[str] | None = None) -> int:
                 flush=True,
             )
 
-    run.finish()
+    summary = run.finish()
+    if summary is not None:
+        print(f"[{opts.role}] tracking: {summary.describe()}", flush=True)
     dist.barrier()
     dist.destroy_process_group()
     return 0

@@ -324,7 +324,9 @@ def tensorboard_hparams(
         (nested, "nested values (TensorBoard hparams take bool, int, float or str)"),
     ):
         if keys:
-            log.warning(
+            # Not a loss: the same keys are in the config text logged beside the hparams, so
+            # this is information, not a warning (a slime namespace has ~400 null keys).
+            log.info(
                 "TensorBoard: %d %s config key(s) not logged as hparams, %s; "
                 "they are in the config text and %s: %s",
                 len(keys),

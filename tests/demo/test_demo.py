@@ -1,0 +1,79 @@
+"""`tracking-core demo`: the main job, run for a few steps with MLflow, TensorBoard and W&B
+offline, and read back from each tracker at the locations it printed."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.tb_events import read_logdir
+from tests.helpers.wandb_offline import W_VARS, merged_config, offline_env, read_job
+
+STEPS = 3
+
+
+@pytest.mark.slow
+def test_demo_logs_both_roles_to_all_three(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in W_VARS and not k.startswith("TRACKING_CORE_")}
+    env.update(offline_env(tmp_path))
+    env.pop("WANDB_DIR")  # W&B's runs go under the tracking directory, as they do by default
+    out_dir = tmp_path / "out"
+    proc = subprocess.run(
+        [sys.executable, "-m", "tracking_core.cli", "demo", "--steps", str(STEPS),
+         "--tracking-backends", "mlflow,tensorboard,wandb", "--out", str(out_dir)],
+        capture_output=True, text=True, env=env, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    stdout = proc.stdout
+    assert f"[actor] step {STEPS}/{STEPS}" in stdout and f"[critic] step {STEPS}/{STEPS}" in stdout
+
+    # the printed locations hold the run
+    uri = re.search(r"mlflow ui --backend-store-uri (\S+)", stdout).group(1)
+    logdir = re.search(r"tensorboard --logdir (\S+)", stdout).group(1)
+    wandb_run_id = re.search(r"W&B offline run (\S+):", stdout).group(1)
+    assert uri.startswith("sqlite:///") and str(out_dir) in uri and str(out_dir) in logdir
+    # the actor-vs-critic table: the overridden lr and slime's forced critic settings
+    table = stdout[stdout.index("Actor vs critic"):]
+    for key in ("lr", "kl_coef", "untie_embeddings_and_output_weights", "pipeline_model_parallel_size"):
+        assert re.search(rf"^{key}\s", table, re.M), key
+
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(uri)
+    runs = client.search_runs(
+        [e.experiment_id for e in client.search_experiments()], max_results=10
+    )
+    assert len(runs) == 1  # one job, one run
+    mlrun = runs[0]
+    assert mlrun.info.status == "FINISHED"
+    params = mlrun.data.params
+    assert params["lr"] == "0.003"  # the launch config, unprefixed
+    assert params["actor/lr"] == "0.003" and params["critic/lr"] == "0.01"
+    assert params["critic/kl_coef"] == "0" and params["actor/kl_coef"] == "0.0"
+    assert params["critic/parallel/pp"] == "2" and params["actor/parallel/dp"] == "2"
+    expected_series = {
+        "actor/train/pg_loss", "actor/train/entropy", "actor/rollout/reward_mean",
+        "critic/train/value_loss", "critic/train/explained_variance",
+    }  # fmt: skip
+    for name in expected_series:
+        steps = sorted(m.step for m in client.get_metric_history(mlrun.info.run_id, name))
+        assert steps == list(range(STEPS)), name
+
+    tb = read_logdir(logdir)
+    assert {"launch", "actor", "critic"} <= set(tb)
+    for role, tag in (("actor", "train/pg_loss"), ("actor", "rollout/reward_mean"), ("critic", "train/value_loss")):
+        assert [s for s, _ in tb[role].scalars[tag]] == list(range(STEPS)), (role, tag)
+    assert tb["critic"].hparams["critic/lr"] == pytest.approx(0.01)
+
+    wb = read_job(out_dir, wandb_run_id)
+    config = merged_config(wb)
+    assert config["actor/lr"] == 0.003 and config["critic/lr"] == 0.01 and config["lr"] == 0.003
+    history = [row for r in wb for row in r.history]
+    for name, axis in (("actor/train/pg_loss", "actor/train/step"), ("critic/train/value_loss", "critic/train/step"),
+                       ("actor/rollout/reward_mean", "actor/rollout/step")):
+        assert sorted(row[axis] for row in history if name in row) == list(range(STEPS)), name
