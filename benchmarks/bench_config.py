@@ -102,9 +102,11 @@ def main(argv: list[str] | None = None) -> int:
             rows.append((name, label, *_time(fn, opts.repeat)))
 
     print(
-        f"config pipeline, slime PPO fixture ({len(vars(namespaces['actor']))} keys), "
+        f"### Config pipeline, slime PPO fixture ({len(vars(namespaces['actor']))} keys), "
         f"{opts.repeat} runs, Python {sys.version.split()[0]}"
     )
+    print()
+    print(f"`python benchmarks/bench_config.py --repeat {opts.repeat}`")
     print()
     width = max(len(r[1]) for r in rows)
     print(
