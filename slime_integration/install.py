@@ -89,15 +89,27 @@ def _drop_ins() -> dict[str, Callable[..., Any]]:
 
 
 def _rebind_everywhere(replacements: Mapping[int, Callable[..., Any]], names: Sequence[str]) -> None:
-    """Rebind module-level names still bound to a replaced function (``from ... import log``)."""
+    """Rebind module-level names still bound to a replaced function (``from ... import log``),
+    except in this package's own modules (the drop-ins' home)."""
     for module in list(sys.modules.values()):
         namespace = getattr(module, "__dict__", None)
         if not isinstance(namespace, dict):
             continue
+        if str(namespace.get("__name__", "")).partition(".")[0] == __package__:
+            continue
         for name in names:
             value = namespace.get(name)
             if value is not None and id(value) in replacements:
-                namespace[name] = replacements[id(value)]
+                _set(namespace, name, replacements[id(value)])
+
+
+#: Every binding this module changed: (namespace, name, value before, value set).
+_changes: list[tuple[dict[str, Any], str, Any, Any]] = []
+
+
+def _set(namespace: dict[str, Any], name: str, value: Any) -> None:
+    _changes.append((namespace, name, namespace.get(name), value))
+    namespace[name] = value
 
 
 def patch_tracking_module(module: types.ModuleType) -> bool:
@@ -114,7 +126,7 @@ def patch_tracking_module(module: types.ModuleType) -> bool:
             if current is not None:
                 originals.setdefault(name, current)
                 replacements[id(current)] = function
-            setattr(module, name, function)
+            _set(module.__dict__, name, function)
         if replacements:
             _rebind_everywhere(replacements, DROP_INS)
     if replacements:
@@ -145,7 +157,7 @@ def patch_arguments_module(module: types.ModuleType) -> bool:
     get_slime_extra_args_provider.__doc__ = original.__doc__
     with _lock:
         module.__dict__.setdefault(ORIGINALS_ATTR, {})["get_slime_extra_args_provider"] = original
-        module.get_slime_extra_args_provider = get_slime_extra_args_provider  # type: ignore[attr-defined]
+        _set(module.__dict__, "get_slime_extra_args_provider", get_slime_extra_args_provider)
     return True
 
 
@@ -281,22 +293,28 @@ def install(*, children: bool = True) -> None:
 
 
 def uninstall() -> None:
-    """Put slime's own functions back, remove the import hook and the environment variables."""
+    """Put slime's own functions back: where :func:`install` replaced them, and in every module
+    that imported a drop-in under slime's names while the hook was active (modules of this
+    package excepted); remove the import hook and the environment variables."""
     with _lock:
         sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, SlimeTrackingFinder)]
+        while _changes:
+            namespace, name, before, after = _changes.pop()
+            if namespace.get(name) is after:
+                if before is None:
+                    namespace.pop(name, None)
+                else:
+                    namespace[name] = before
+        ours = _drop_ins()
         for name in _PATCHERS:
             module = sys.modules.get(name)
-            originals = getattr(module, ORIGINALS_ATTR, None) if module is not None else None
-            if not originals:
+            if module is None:
                 continue
-            replacements: dict[int, Callable[..., Any]] = {}
-            for attr, function in originals.items():
-                current = module.__dict__.get(attr)  # type: ignore[union-attr]
-                if current is not None and current is not function:
-                    replacements[id(current)] = function
-                setattr(module, attr, function)
-            _rebind_everywhere(replacements, DROP_INS)
-            delattr(module, ORIGINALS_ATTR)
+            originals = module.__dict__.pop(ORIGINALS_ATTR, None) or {}
+            _rebind_everywhere(
+                {id(ours[attr]): fn for attr, fn in originals.items() if attr in ours}, DROP_INS
+            )
+        _changes.clear()
     os.environ.pop(ENV_VAR, None)
     entry = str(BOOTSTRAP_DIR)
     rest = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p != entry]

@@ -30,8 +30,11 @@ The functions here keep those signatures and that contract, on top of tracking-c
 * ``finish_tracking(args)`` in the primary ends the run (FINISHED, or FAILED when the process is
   failing); in a secondary it delivers what this process logged and detaches, leaving the run
   open for the others. Processes that never call it (slime's training actors) still deliver what
-  they logged: tracking-core finishes open runs at interpreter exit and on SIGTERM, which is how
-  Ray ends its actor processes (no exit hook runs then).
+  they logged: their delivery workers run on their own schedule, and the primary's
+  ``finish_tracking`` waits one delivery interval for them first (:data:`SECONDARY_GRACE`);
+  tracking-core also finishes open runs at interpreter exit and on SIGTERM. When Ray kills an
+  actor too fast even for that, its records are in its journal: ``tracking-core sync`` delivers
+  them, each exactly once.
 
 slime's flags keep their meaning: ``--use-wandb`` / ``--use-tensorboard`` select backends when
 ``--tracking-backends`` does not (:mod:`slime_integration.options`); ``--wandb-key`` is exported as
@@ -51,6 +54,7 @@ import logging
 import os
 import re
 import threading
+import time
 import weakref
 from collections.abc import Mapping
 from pathlib import Path
@@ -59,6 +63,7 @@ from typing import Any
 import tracking_core
 from tracking_core import NullRun, Run
 from tracking_core import options as core_options
+from tracking_core.dispatch import DEFAULT_FLUSH_INTERVAL
 from tracking_core.handle import ARGS_ATTR, HANDLE_FILE, RUN_ENV, find_handle
 
 from . import collectors as _collectors
@@ -72,6 +77,12 @@ DEFAULT_SECONDARY_ROLE = "rollout"
 PLUGIN_NAMES = {"slime-switches": _options, "slime-role-config": _collectors}
 #: How long replacing or resetting a run waits for its backends.
 DETACH_TIMEOUT = 10.0
+#: How long the primary's ``finish_tracking`` waits before it ends the run: one flush interval
+#: of the other processes' delivery workers, and a margin. slime's training actors never call
+#: ``finish_tracking`` and Ray tears them down abruptly when the driver exits (no exit hook, and
+#: its SIGTERM is followed by the kill too fast for a drain), so without this wait their last
+#: records would often reach the trackers only through ``tracking-core sync`` of their journals.
+SECONDARY_GRACE = DEFAULT_FLUSH_INTERVAL + 0.5
 
 _RUN_ID_OK = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
 
@@ -366,14 +377,17 @@ def log(args: Any, metrics: Mapping[str, Any], step_key: str) -> None:
 
 
 def finish_tracking(args: Any) -> None:
-    """slime's ``finish_tracking``: the primary ends the run; a secondary delivers what this
-    process logged and detaches, leaving the run open for the others. Never raises."""
+    """slime's ``finish_tracking``: the primary ends the run (after :data:`SECONDARY_GRACE`, so
+    that the training actors' last records arrive first); a secondary delivers what this process
+    logged and detaches, leaving the run open for the others. Never raises."""
     entry = _entry_for(args)
     if entry is None:
         return
     with _lock:
         if _entries.get(entry.role) is entry:
             del _entries[entry.role]
+    if entry.primary and entry.run.finished is None:
+        time.sleep(SECONDARY_GRACE)
     try:
         entry.run.finish()
     except Exception:  # noqa: BLE001

@@ -90,9 +90,12 @@ def test_install_reaches_call_sites_imported_before_and_after(stand_in: Path, tm
     assert sorted(run.configs) == ["critic", "launch", "rollout"]
     assert run.metric_counts() == {"rollout/raw_reward": 1, "train/critic-value_loss": 1}
 
+    ours = tracking.init_tracking
+
     installer.uninstall()
     for module in (logging_utils, rollout, train, actor_module):
         assert module.init_tracking is original, module.__name__
+    assert tracking.init_tracking is ours  # the drop-ins' own module is never rebound
     assert not installer.is_active() and installer.ENV_VAR not in os.environ
     assert "PYTHONPATH" not in os.environ
 
