@@ -22,10 +22,12 @@ keeps the old function. So :func:`install` works at import time, in every proces
    ``ddtrace-run`` reach every process; it needs no file written outside the package and does
    nothing in interpreters that lack the variable.
 3. **Ray clusters that do not inherit the driver's environment** (nodes started with ``ray start``,
-   jobs sent with ``ray job submit``): pass :func:`ray_runtime_env` as the job's ``runtime_env``
-   (``ray.init(runtime_env=...)`` or ``--runtime-env-json``); it carries the variable and the
-   ``PYTHONPATH`` entry, and names :func:`activate` as Ray's ``worker_process_setup_hook``. slime's
-   own per-actor ``runtime_env`` only adds ``env_vars``, which Ray merges with the job's.
+   jobs sent with ``ray job submit``): pass :func:`ray_runtime_env` as the *job's* runtime
+   environment (``ray.init(runtime_env=...)`` or ``--runtime-env-json``). It carries the variable
+   and the ``PYTHONPATH`` entry, and names :func:`activate` as Ray's ``worker_process_setup_hook``,
+   which Ray runs in every worker of the job (only from the job's runtime environment; in an
+   actor's own ``runtime_env`` Ray ignores it, while the variables still work there). slime's
+   per-actor ``runtime_env`` adds only ``env_vars``, which Ray merges with the job's.
    ``python -m slime_integration.install`` prints the lines to add to a launch script.
 
 Limits: an interpreter started with ``-E``, ``-I`` or ``-S``, or with an environment rebuilt without
@@ -39,6 +41,7 @@ at the same path (Ray's setup hook does not).
 
 from __future__ import annotations
 
+import importlib
 import importlib.abc
 import importlib.machinery
 import json
@@ -359,6 +362,10 @@ class _CallableModule(types.ModuleType):
 
     def __call__(self, *, children: bool = True) -> None:
         install(children=children)
+
+    def __reduce__(self) -> tuple[Any, tuple[str]]:
+        # Pickled by name, as plain modules are (Ray pickles functions that refer to it).
+        return importlib.import_module, (self.__name__,)
 
 
 if __name__ == "__main__":

@@ -36,6 +36,14 @@ The functions here keep those signatures and that contract, on top of tracking-c
   actor too fast even for that, its records are in its journal: ``tracking-core sync`` delivers
   them, each exactly once.
 
+Config keys follow the convention (README, "Key naming convention"): the launch config unprefixed,
+written by the primary; ``actor/...``, ``critic/...`` and ``rollout/...`` written by each role's
+writer (its effective args: :mod:`slime_integration.collectors`). With the ``slime`` key style the
+actor's keys are unprefixed and the critic's under ``critic/``, as slime's own ``wandb_utils``
+names them; the rollout manager keeps ``rollout/`` (slime logs it unprefixed too, racing the
+driver and the actor for the same keys). The run handle on ``args.tracking_run`` is plumbing, not
+config, and is left out of every namespace.
+
 slime's flags keep their meaning: ``--use-wandb`` / ``--use-tensorboard`` select backends when
 ``--tracking-backends`` does not (:mod:`slime_integration.options`); ``--wandb-key`` is exported as
 ``WANDB_API_KEY`` in this process to log in and is never logged (the config pipeline redacts it,

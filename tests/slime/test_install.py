@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import pickle
 import subprocess
 import sys
 import textwrap
@@ -108,6 +109,7 @@ def test_install_is_idempotent(stand_in: Path) -> None:
     assert sum(isinstance(f, installer.SlimeTrackingFinder) for f in sys.meta_path) == 1
     assert os.environ["PYTHONPATH"].split(os.pathsep).count(str(installer.BOOTSTRAP_DIR)) == 1
     assert set(vars(logging_utils)[installer.ORIGINALS_ATTR]) == set(installer.DROP_INS)
+    assert pickle.loads(pickle.dumps(installer)) is installer  # Ray pickles code that uses it
 
 
 def test_slimes_parser_gets_the_tracking_options(stand_in: Path) -> None:
@@ -265,3 +267,48 @@ def test_a_broken_patch_leaves_slime_importable(stand_in: Path, monkeypatch: pyt
     from slime.observability import logging_utils
 
     assert logging_utils.init_tracking.__module__ == "slime.observability.logging_utils"
+
+
+class _Probe:
+    """A Ray actor that imports (stand-in) slime and says whose init_tracking it got."""
+
+    def probe(self) -> dict[str, object]:
+        from slime.backends.megatron_utils import actor
+        from slime.observability import logging_utils
+
+        return {
+            "module": logging_utils.init_tracking.__module__,
+            "actor": actor.init_tracking.__module__,
+            "inherited": os.environ.get(installer.ENV_VAR),
+        }
+
+
+@pytest.mark.slow
+def test_ray_runtime_env_reaches_workers_that_inherit_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Ray cluster whose workers do not inherit the driver's environment (other nodes, `ray job
+    submit`): the job's runtime_env from ray_runtime_env() activates the hook in every worker,
+    also in actors that bring their own env_vars, as slime's do."""
+    ray = pytest.importorskip("ray")
+    for name in (installer.ENV_VAR, "PYTHONPATH"):
+        monkeypatch.delenv(name, raising=False)
+    module = sys.modules[__name__]
+    ray.cloudpickle.register_pickle_by_value(module)
+    runtime_env = installer.ray_runtime_env({"env_vars": {"PYTHONPATH": str(STAND_IN)}})
+    # the setup hook alone (no bootstrap on the path) must do it too
+    runtime_env["env_vars"]["PYTHONPATH"] = str(STAND_IN)
+    runtime_env["env_vars"].pop(installer.ENV_VAR)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, runtime_env=runtime_env)
+    try:
+        probe = ray.remote(num_cpus=0)(_Probe)
+        plain = probe.remote()
+        own_env = probe.options(runtime_env={"env_vars": {"SLIME_ACTOR_VAR": "1"}}).remote()
+        results = ray.get([plain.probe.remote(), own_env.probe.remote()])
+    finally:
+        ray.shutdown()
+        ray.cloudpickle.unregister_pickle_by_value(module)
+    for result in results:
+        assert result == {
+            "module": "slime_integration.tracking",
+            "actor": "slime_integration.tracking",
+            "inherited": None,
+        }
