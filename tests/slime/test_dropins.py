@@ -489,7 +489,8 @@ def test_options_fit_slimes_parser_before_and_after_its_flags() -> None:
 def test_slime_switches_select_backends(use_wandb: bool, use_tensorboard: bool, expected: list[str]) -> None:
     tracking.register_plugins()
     manager = tracking_core.get_plugin_manager()
-    args = argparse.Namespace(use_wandb=use_wandb, use_tensorboard=use_tensorboard, tracking_backends=None)
+    # the adapter's options never added to the parser: slime's switches decide
+    args = argparse.Namespace(use_wandb=use_wandb, use_tensorboard=use_tensorboard)
     names, source = resolve_backend_names(args=args, manager=manager)
     assert (names, "slime" in source) == (expected, True)
     args.tracking_backends = "jsonl"  # the flag wins over slime's switches
