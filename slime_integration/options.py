@@ -57,33 +57,6 @@ SLIME_TRACKING_OPTIONS: dict[str, str] = {
 SWITCHES: tuple[tuple[str, str], ...] = (("use_wandb", "wandb"), ("use_tensorboard", "tensorboard"))
 
 
-class _SlimeAwareParser:
-    """The host's parser as :class:`tracking_core.HostParser` sees it, with slime's tracking flags
-    shown as already defined, so no plugin defines one that slime will add later.
-
-    Only the three things ``HostParser`` reads are provided: ``_option_string_actions``,
-    ``_actions`` and ``add_argument`` (which goes to the real parser).
-    """
-
-    def __init__(self, parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
-        self._parser = parser
-        self._reserved = {
-            flag: argparse.Action(option_strings=[flag], dest=dest)
-            for flag, dest in SLIME_TRACKING_OPTIONS.items()
-        }
-
-    @property
-    def _option_string_actions(self) -> dict[str, argparse.Action]:
-        return {**self._reserved, **self._parser._option_string_actions}  # type: ignore[union-attr]
-
-    @property
-    def _actions(self) -> list[argparse.Action]:
-        return [*self._parser._actions, *self._reserved.values()]  # type: ignore[union-attr]
-
-    def add_argument(self, *flags: str, **kwargs: Any) -> argparse.Action:
-        return self._parser.add_argument(*flags, **kwargs)
-
-
 def add_tracking_arguments(
     parser: argparse.ArgumentParser | argparse._ArgumentGroup,
 ) -> argparse.ArgumentParser | argparse._ArgumentGroup:
@@ -96,7 +69,7 @@ def add_tracking_arguments(
     from .tracking import register_plugins
 
     register_plugins()
-    tracking_core.add_tracking_options(_SlimeAwareParser(parser))  # type: ignore[arg-type]
+    tracking_core.add_tracking_options(parser, reserved=SLIME_TRACKING_OPTIONS)
     return parser
 
 

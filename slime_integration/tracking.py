@@ -31,8 +31,9 @@ The functions here keep those signatures and that contract, on top of tracking-c
   failing); in a secondary it delivers what this process logged and detaches, leaving the run
   open for the others. Processes that never call it (slime's training actors) still deliver what
   they logged: their delivery workers run on their own schedule, and the primary's
-  ``finish_tracking`` waits one delivery interval for them first (:data:`SECONDARY_GRACE`);
-  tracking-core also finishes open runs at interpreter exit and on SIGTERM. When Ray kills an
+  ``finish_tracking`` first waits (bounded) until every live writer of the run on its node has
+  delivered everything (``tracking_core.peers``); tracking-core also finishes open runs at
+  interpreter exit and on SIGTERM. When Ray kills an
   actor too fast even for that, its records are in its journal: ``tracking-core sync`` delivers
   them, each exactly once.
 
@@ -62,7 +63,6 @@ import logging
 import os
 import re
 import threading
-import time
 import weakref
 from collections.abc import Mapping
 from pathlib import Path
@@ -71,7 +71,6 @@ from typing import Any
 import tracking_core
 from tracking_core import NullRun, Run
 from tracking_core import options as core_options
-from tracking_core.dispatch import DEFAULT_FLUSH_INTERVAL
 from tracking_core.handle import ARGS_ATTR, HANDLE_FILE, RUN_ENV, find_handle
 
 from . import collectors as _collectors
@@ -85,12 +84,6 @@ DEFAULT_SECONDARY_ROLE = "rollout"
 PLUGIN_NAMES = {"slime-switches": _options, "slime-role-config": _collectors}
 #: How long replacing or resetting a run waits for its backends.
 DETACH_TIMEOUT = 10.0
-#: How long the primary's ``finish_tracking`` waits before it ends the run: one flush interval
-#: of the other processes' delivery workers, and a margin. slime's training actors never call
-#: ``finish_tracking`` and Ray tears them down abruptly when the driver exits (no exit hook, and
-#: its SIGTERM is followed by the kill too fast for a drain), so without this wait their last
-#: records would often reach the trackers only through ``tracking-core sync`` of their journals.
-SECONDARY_GRACE = DEFAULT_FLUSH_INTERVAL + 0.5
 
 _RUN_ID_OK = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
 
@@ -385,8 +378,8 @@ def log(args: Any, metrics: Mapping[str, Any], step_key: str) -> None:
 
 
 def finish_tracking(args: Any) -> None:
-    """slime's ``finish_tracking``: the primary ends the run (after :data:`SECONDARY_GRACE`, so
-    that the training actors' last records arrive first); a secondary delivers what this process
+    """slime's ``finish_tracking``: the primary ends the run (once the training actors' last
+    records arrived: see ``tracking_core.peers``); a secondary delivers what this process
     logged and detaches, leaving the run open for the others. Never raises."""
     entry = _entry_for(args)
     if entry is None:
@@ -394,8 +387,6 @@ def finish_tracking(args: Any) -> None:
     with _lock:
         if _entries.get(entry.role) is entry:
             del _entries[entry.role]
-    if entry.primary and entry.run.finished is None:
-        time.sleep(SECONDARY_GRACE)
     try:
         entry.run.finish()
     except Exception:  # noqa: BLE001

@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import threading
@@ -23,6 +24,7 @@ import time
 from collections import Counter, deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from . import lifecycle
@@ -42,6 +44,10 @@ MAX_QUEUE_ENV = "TRACKING_CORE_MAX_QUEUE_ROWS"
 BREAKER_THRESHOLD = 3
 CONFIG_ATTEMPTS = 8
 MAX_RETRY_DELAY = 10.0
+
+
+def progress_path(journal: Path) -> Path:
+    return journal.with_name(journal.stem + ".progress")
 
 
 def to_float(value: Any) -> float | None:
@@ -179,6 +185,11 @@ class BackendWorker:
     def stop(self) -> None:
         self._stop.set()
         self._wake.set()
+
+    @property
+    def idle(self) -> bool:
+        """Nothing queued, nothing pending, nothing spilled: everything handed over is delivered."""
+        return not (self._busy or self.queue or self.pending or self.spilled)
 
     @property
     def circuit_open(self) -> bool:
@@ -370,8 +381,24 @@ class Dispatcher:
             self._wake.clear()
             try:
                 self.pump()
+                self.write_progress()
             except Exception:  # noqa: BLE001 - never let the pump die
                 log.exception("tracking-core pump hit an internal error")
+
+    @property
+    def settled(self) -> bool:
+        """Everything logged so far is delivered to every backend."""
+        return not self.intake and all(w.idle for w in self.workers.values())
+
+    def write_progress(self) -> None:
+        """Say, beside the journal, whether this process has delivered everything (refreshed
+        every flush interval): a primary finishing the run waits for its peers to settle."""
+        if self.journal is None or self.journal.closed:
+            return
+        path = progress_path(self.journal.path)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps({"updated": time.time(), "settled": self.settled, "pid": os.getpid()}))
+        os.replace(tmp, path)
 
     def pump(self) -> None:
         """Journal what the caller logged since the last pump and hand it to every worker."""

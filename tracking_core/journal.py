@@ -152,9 +152,10 @@ class Journal:
                 return
             self.closed = True
             os.close(self._fd)
-        if remove:
+        progress = self.path.with_name(self.path.stem + ".progress")
+        for path in (progress, self.path) if remove else (progress,):
             try:
-                self.path.unlink()
+                path.unlink()
             except OSError:
                 pass
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Mapping
 from typing import Any
 
 #: Our own options, with the environment variable each falls back to.
@@ -20,19 +21,31 @@ KEY_STYLES = ("default", "slime")
 
 
 class HostParser:
-    """A view of the host's parser (or argument group) that skips options it already has."""
+    """A view of the host's parser (or argument group) that skips options it already has.
 
-    def __init__(self, parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    ``reserved`` maps option strings the host will add *later* to their ``dest`` (slime adds its
+    ``--wandb-*`` flags after calling its extra-arguments providers): they count as defined.
+    """
+
+    def __init__(
+        self,
+        parser: argparse.ArgumentParser | argparse._ArgumentGroup,
+        reserved: Mapping[str, str] | None = None,
+    ) -> None:
         self._parser = parser
+        self.reserved = dict(reserved or {})
         self.added: list[str] = []
         self.reused: list[str] = []
 
-    def _actions(self) -> dict[str, argparse.Action]:
-        return self._parser._option_string_actions  # type: ignore[union-attr]
-
     def has_option(self, option: str) -> bool:
-        """Whether the host already defines ``option`` (``"--wandb-project"``)."""
-        return option in self._actions()
+        """Whether the host defines ``option`` (``"--wandb-project"``), now or later."""
+        return option in self.reserved or option in self._parser._option_string_actions  # type: ignore[union-attr]
+
+    def _has_dest(self, dest: str) -> bool:
+        return dest in self.reserved.values() or any(
+            action.dest == dest
+            for action in self._parser._actions  # type: ignore[union-attr]
+        )
 
     def add_argument(self, *flags: str, **kwargs: Any) -> argparse.Action | None:
         """Add the option unless any of its flags exists already; returns the action or None.
@@ -44,7 +57,7 @@ class HostParser:
             self.reused.extend(existing)
             return None
         dest = kwargs.get("dest") or flags[0].lstrip("-").replace("-", "_")
-        if any(action.dest == dest for action in self._parser._actions):  # type: ignore[union-attr]
+        if self._has_dest(dest):
             self.reused.append(flags[0])
             return None
         self.added.append(flags[0])
@@ -53,12 +66,14 @@ class HostParser:
 
 def add_tracking_options(
     parser: argparse.ArgumentParser | argparse._ArgumentGroup,
+    reserved: Mapping[str, str] | None = None,
 ) -> HostParser:
     """Add ``--tracking-backends``, ``--tracking-dir``, ``--tracking-key-style`` and every option
-    the installed backend plugins ask for, skipping what the host already defines."""
+    the installed backend plugins ask for, skipping what the host already defines (or will
+    define: ``reserved``, option string → dest)."""
     from .plugins import get_plugin_manager
 
-    host = HostParser(parser)
+    host = HostParser(parser, reserved)
     host.add_argument(
         "--tracking-backends",
         default=None,

@@ -44,6 +44,8 @@ log = logging.getLogger("tracking_core.runs")
 
 DEFAULT_OPEN_TIMEOUT = 60.0
 DEFAULT_FINISH_TIMEOUT = 30.0
+#: How long a finishing primary waits, at most, for the other writers of the run on its node.
+PEER_TIMEOUT = 10.0
 
 _seq = itertools.count()
 #: Records of one log call get consecutive sequence numbers inside a span of this size.
@@ -156,7 +158,7 @@ class Run:
         from .config import build_section, config_json
 
         role = self.role if role is ... else role
-        section = build_section(config, role, self.handle.key_style)
+        section = _without_handle(build_section(config, role, self.handle.key_style))
         if report:
             section = dataclasses.replace(section, report={**section.report, **report})
         if namespace:
@@ -208,6 +210,8 @@ class Run:
                 return self.finished
             status = RunStatus(status) if status is not None else lifecycle.default_status()
             deadline = time.monotonic() + timeout
+            if self.primary:
+                self._await_peers(time.monotonic() + min(PEER_TIMEOUT, timeout / 2))
             events = self._dispatcher.submit("close", status)
             for event in events:
                 event.wait(max(0.0, deadline - time.monotonic()))
@@ -221,6 +225,13 @@ class Run:
         level = logging.INFO if drained and not summary.journal else logging.WARNING
         log.log(level, "tracking-core %s", summary.describe())
         return summary
+
+    def _await_peers(self, deadline: float) -> None:
+        from .peers import await_peers
+
+        healthy = all(not w.circuit_open and w.ready for w in self._dispatcher.workers.values())
+        own = self.journal.path if self.journal is not None else None
+        await_peers(self.handle.tracking_dir, self.run_id, own, deadline, replay=healthy)
 
     def _summarise(self, status: RunStatus, drained: bool) -> FinishSummary:
         dispatcher = self._dispatcher
@@ -597,6 +608,15 @@ def attach(
             merged.values, role=role, report={"collector_conflicts": conflicts} if conflicts else None
         )
     return run
+
+
+def _without_handle(section: ConfigSection) -> ConfigSection:
+    """The run handle travels on ``args.tracking_run``; it is plumbing, not config."""
+    if ARGS_ATTR not in section.values:
+        return section
+    values = {k: v for k, v in section.values.items() if k != ARGS_ATTR}
+    params = {k: v for k, v in section.params.items() if k != section.prefix + ARGS_ATTR}
+    return dataclasses.replace(section, values=values, params=params)
 
 
 def _as_mapping(config: Any) -> Mapping[str, Any]:

@@ -365,6 +365,11 @@ class MlflowBackend:
             axis_name = record.axis
             if axis_name is None or record.step is None:
                 continue
+            if not record.prefix and not self.context.primary:
+                # An unprefixed axis (slime's ``train/step``) is shared by several writers:
+                # each metric already carries its step, and a shared axis series would get
+                # one point per writer per step.
+                continue
             axis = self._shape(axis_name)
             if last.get(axis) == step:
                 continue

@@ -81,7 +81,6 @@ def isolated(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """No run handle, backend choice or key from the outside; nothing left behind."""
     for name in ISOLATED_ENV:
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setattr(tracking, "SECONDARY_GRACE", 0.0)  # no other processes here
     yield
     tracking.reset()
     tracking.unregister_plugins()
@@ -154,7 +153,6 @@ def job(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
     with pytest.MonkeyPatch.context() as mp:
         for name in ISOLATED_ENV:
             mp.delenv(name, raising=False)
-        mp.setattr(tracking, "SECONDARY_GRACE", 0.0)
         if "mlflow" in backends:
             server = request.getfixturevalue("mlflow_server")
             mp.setenv("MLFLOW_TRACKING_URI", server.uri)

@@ -200,9 +200,11 @@ def test_one_run_per_job_in_slimes_ray_topology(ray_job: dict[str, Any], tmp_pat
     ray_job["shutdown"]()  # Ray ends every actor; the training actors never called finish
     pids = [i["pid"] for _r, infos in ray_job["groups"].values() for i in infos]
     wait_until_gone(pids + [default_info["probe"]["pid"], styled_info["probe"]["pid"]])
-    # What a killed actor had not delivered yet is in its journal: sync delivers the rest, once.
+    # The driver's finish waited for the training actors (which never call finish and are killed
+    # by Ray) to deliver everything: their journals hold nothing left to sync.
     synced = [sync(d, stream=None) for d in (default_dir, slime_dir)]
     assert not any(r.errors or r.skipped_live for r in synced), synced
+    assert [r.records for r in synced] == [0, 0], synced
 
     # install() reached the Ray workers: slime's own rollout code called the drop-ins
     for info in (default_info, styled_info):

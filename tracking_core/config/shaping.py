@@ -288,8 +288,23 @@ def mlflow_params(section: ConfigSection) -> MlflowParams:
 
 
 def wandb_config(section: ConfigSection) -> dict[str, Any]:
-    """The flat prefixed keys for ``wandb.config`` (nested values stay values)."""
-    return dict(section.params)
+    """The flat prefixed keys for ``wandb.config`` (nested values stay values).
+
+    W&B keeps no key whose value is an empty mapping (``train_env_vars={}``): those are named
+    here; they are in the run's ``tracking-core/config/<namespace>.json`` file.
+    """
+    params = dict(section.params)
+    empty = [key for key, value in params.items() if isinstance(value, Mapping) and not value]
+    if empty:
+        log.info(
+            "W&B: %d %s config key(s) with an empty mapping value, which W&B's config does not "
+            "keep; they are in %s: %s",
+            len(empty),
+            section.namespace,
+            artifact_path(section),
+            ", ".join(empty),
+        )
+    return params
 
 
 _HPARAM_TYPES = (bool, int, float, str)
