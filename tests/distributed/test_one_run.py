@@ -15,6 +15,8 @@ import pytest
 
 import tracking_core
 from tests.core.conftest import run_python
+from tests.helpers.tb_events import read_logdir
+from tests.helpers.wandb_offline import W_VARS, find_offline_runs, offline_env, read_offline_runs
 
 WORKER = Path(__file__).with_name("role_worker.py")
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,9 +40,17 @@ def _jsonl(run_dir: Path, role: str) -> list[dict]:
 @pytest.mark.slow
 def test_driver_actor_and_critic_worlds_share_one_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("TRACKING_CORE_RUN", raising=False)
+    for name in W_VARS:
+        monkeypatch.delenv(name, raising=False)
+    for name, value in offline_env(tmp_path).items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("WANDB_DIR")  # W&B's runs under the tracking directory
     tdir = tmp_path / "td"
     run = tracking_core.start_run(
-        config={"lr": 1e-6, "job": "ppo"}, backends=["jsonl"], tracking_dir=tdir, export=False
+        config={"lr": 1e-6, "job": "ppo"},
+        backends=["jsonl", "mlflow", "wandb", "tensorboard"],
+        tracking_dir=tdir,
+        export=False,
     )
     reports = tmp_path / "reports"
     reports.mkdir()
@@ -93,6 +103,30 @@ def test_driver_actor_and_critic_worlds_share_one_run(tmp_path: Path, monkeypatc
     assert "lr: ranks 0-2 = 1e-06, ranks 3 = 3e-06" in outputs["actor"]
     assert json.loads((reports / "actor-1.json").read_text())["mismatches"] == mismatch
 
+    # one run per backend, every metric of every role exactly once per step
+    from mlflow.tracking import MlflowClient
+
+    entries = run.handle.backends
+    client = MlflowClient(entries["mlflow"]["tracking_uri"])
+    runs = client.search_runs([e.experiment_id for e in client.search_experiments()])
+    assert [r.info.run_id for r in runs] == [entries["mlflow"]["run_id"]]
+    params = runs[0].data.params
+    assert params["actor/lr"] == "1e-06" and params["critic/lr"] == "1e-05"
+    assert params["actor/ranks/hosts"] == f'{{"{host}": "0-3"}}'
+    wandb_dirs = find_offline_runs(tdir)
+    assert len(wandb_dirs) == 3  # driver, actor writer, critic writer: one run id
+    wandb_runs = read_offline_runs(wandb_dirs)
+    assert {r.run_id for r in wandb_runs} == {entries["wandb"]["id"]}
+    wandb_rows = [row for r in wandb_runs for row in r.history]
+    tb = read_logdir(entries["tensorboard"]["logdir"])
+    for role in ("actor", "critic"):
+        for key in ("loss", "rank_seen"):
+            name = f"{role}/train/{key}"
+            history = client.get_metric_history(entries["mlflow"]["run_id"], name)
+            assert sorted(m.step for m in history) == list(range(6)), name
+            assert sorted(row[f"{role}/train/step"] for row in wandb_rows if name in row) == list(range(6))
+            assert [s for s, _ in tb[role].scalars[f"train/{key}"]] == list(range(6))
+
     # restart the driver from the saved handle: the same run continues, steps continue
     resumed = tracking_core.start_run(handle=run.handle.run_dir, export=False)
     assert resumed.run_id == run.run_id
@@ -103,6 +137,9 @@ def test_driver_actor_and_critic_worlds_share_one_run(tmp_path: Path, monkeypatc
     assert [x["step"] for x in primary if x["type"] == "metric"] == [6, 7, 8]
     assert [x["type"] for x in primary].count("attach") == 1  # resumed, not reopened
     assert [x["status"] for x in primary if x["type"] == "status"] == ["FINISHED", "FINISHED"]
+    history = client.get_metric_history(entries["mlflow"]["run_id"], "driver/step_time")
+    assert sorted(m.step for m in history) == [6, 7, 8]
+    assert [s for s, _ in read_logdir(entries["tensorboard"]["logdir"])["launch"].scalars["driver/step_time"]] == [6, 7, 8]
 
 
 def test_megatron_is_not_imported_by_tracking_core(tmp_path: Path) -> None:
