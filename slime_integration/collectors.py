@@ -19,9 +19,10 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import logging
-import sys
 from collections.abc import Iterator, Mapping
 from typing import Any
+
+from tracking_collectors.system import megatron_layout
 
 from tracking_core import hookimpl
 from tracking_core.handle import ARGS_ATTR
@@ -91,16 +92,7 @@ def placement(role: str, args: Any) -> dict[str, Any]:
             value = getattr(args, field, None)
             if value is not None:
                 out[f"parallel/{field.removeprefix('rollout_')}"] = value
-    ps = sys.modules.get("megatron.core.parallel_state")
-    try:
-        if ps is not None and ps.model_parallel_is_initialized():
-            out["parallel/tp"] = ps.get_tensor_model_parallel_world_size()
-            out["parallel/pp"] = ps.get_pipeline_model_parallel_world_size()
-            out["parallel/dp"] = ps.get_data_parallel_world_size()
-            out["parallel/cp"] = ps.get_context_parallel_world_size()
-            out["parallel/ep"] = ps.get_expert_model_parallel_world_size()
-    except Exception:  # noqa: BLE001 - an older Megatron lacking a getter
-        pass
+    out.update(megatron_layout())
     return out
 
 

@@ -46,6 +46,15 @@ def parallel_layout() -> dict[str, Any]:
             out["parallel/backend"] = str(dist.get_backend())
     except Exception:  # noqa: BLE001
         pass
+    out.update(megatron_layout())
+    out["parallel/device"] = _device()
+    return out
+
+
+def megatron_layout() -> dict[str, Any]:
+    """Megatron's parallel sizes, when its parallel state is already imported and initialised
+    (Megatron is never imported here: that costs seconds)."""
+    out: dict[str, Any] = {}
     ps = sys.modules.get("megatron.core.parallel_state")
     try:
         if ps is not None and ps.model_parallel_is_initialized():
@@ -56,7 +65,6 @@ def parallel_layout() -> dict[str, Any]:
             out["parallel/ep"] = ps.get_expert_model_parallel_world_size()
     except Exception:  # noqa: BLE001 - an older Megatron without one of the getters
         pass
-    out["parallel/device"] = _device()
     return out
 
 
@@ -77,25 +85,17 @@ def env_vars() -> dict[str, Any]:
     return {f"env/{name}": os.environ[name] for name in ENV_WHITELIST if name in os.environ}
 
 
+def _git(cwd: str | None, *args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=cwd, capture_output=True, text=True, timeout=5, check=True
+    ).stdout.strip()
+
+
 def git_state(cwd: str | None = None) -> dict[str, Any]:
     """The commit of the working tree the process runs in, and whether it has local changes."""
     try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "HEAD"],
-            cwd=cwd,
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=cwd,
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=True,
-        ).stdout.strip()
+        commit = _git(cwd, "rev-parse", "HEAD")
+        dirty = _git(cwd, "status", "--porcelain", "--untracked-files=no")
     except (OSError, subprocess.SubprocessError):
         return {}
     return {"git/commit": commit, "git/dirty": bool(dirty)}
