@@ -82,6 +82,8 @@ class FinishSummary:
     backends: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def describe(self) -> str:
+        if not self.logged and not self.journal:
+            return f"run {self.status.value}; no metrics logged in this process"
         parts = []
         for name, info in self.backends.items():
             text = f"{name}: {info['delivered']} records delivered"
