@@ -110,6 +110,7 @@ class BackendWorker:
         max_batch: int = MAX_BATCH,
         max_queue: int | None = None,
         max_retry_delay: float = MAX_RETRY_DELAY,
+        batch_interval: float = 0.0,
     ) -> None:
         self.name = name
         self._call = call
@@ -121,6 +122,9 @@ class BackendWorker:
         self.max_batch = max_batch
         self.max_queue = max_queue or int(os.environ.get(MAX_QUEUE_ENV, MAX_QUEUE_ROWS))
         self.max_retry_delay = max_retry_delay
+        self.batch_interval = batch_interval
+        self._last_delivery = 0.0
+        self._flushing = 0
         self.queue: deque[tuple[str, Any]] = deque()
         self.queued_rows = 0
         self.pending: list[MetricRecord] = []
@@ -173,6 +177,13 @@ class BackendWorker:
     def flush(self, timeout: float | None) -> bool:
         """Wait until everything queued so far is delivered; False if ``timeout`` ran out."""
         deadline = None if timeout is None else time.monotonic() + timeout
+        self._flushing += 1
+        try:
+            return self._wait_idle(deadline)
+        finally:
+            self._flushing -= 1
+
+    def _wait_idle(self, deadline: float | None) -> bool:
         with self._idle:
             while self._busy or self.queue or self.pending or self.spilled:
                 remaining = None if deadline is None else deadline - time.monotonic()
@@ -211,13 +222,28 @@ class BackendWorker:
                     self._busy = False
                     self._idle.notify_all()
 
+    def _hold_back(self) -> bool:
+        """Whether to let metric rows accumulate a while longer (``batch_interval``): a backend
+        whose every call has a large fixed cost gets fewer, fuller batches, unless a full batch is
+        waiting, a control item is queued, or the run is flushing."""
+        if not self.batch_interval or self._flushing or self.pending:
+            return False
+        if time.monotonic() - self._last_delivery >= self.batch_interval:
+            return False
+        if any(kind != "row" for kind, _ in self.queue):
+            return False
+        return sum(len(item[2]) for _, item in self.queue) < self.max_batch
+
     def _drain(self) -> None:
+        if self._hold_back():
+            return
         while not self._stop.is_set():
             if self.pending:
                 batch = self.pending[: self.max_batch]
                 if not self._retrying("log_metrics", records=batch):
                     return
                 self.delivered += len(batch)
+                self._last_delivery = time.monotonic()
                 del self.pending[: len(batch)]
                 if self.journal is not None:
                     self.journal.ack(self.name, batch[-1].seq)

@@ -52,7 +52,9 @@ def register_backends(register: BackendRegistrar) -> None:
     selected, that takes a :class:`RunContext` and returns the backend instance (an object with
     hook implementations). ``requires`` lists the import names the backend needs and ``extra`` the
     distribution extra that installs them, so selecting a backend whose library is missing says
-    what to install. ``max_batch`` caps the records per :func:`log_metrics` call (default 1000). Nothing here may import a tracker library: listing plugins must stay cheap.
+    what to install. ``max_batch`` caps the records per :func:`log_metrics` call (default 1000);
+    ``batch_interval`` makes the worker deliver at most that often (seconds) unless a full batch
+    is waiting or the run flushes, for trackers whose every call has a large fixed cost. Nothing here may import a tracker library: listing plugins must stay cheap.
     """
 
 

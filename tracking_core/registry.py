@@ -27,6 +27,7 @@ class BackendSpec:
     extra: str | None = None
     description: str = ""
     max_batch: int | None = None
+    batch_interval: float | None = None
 
     def missing(self) -> list[str]:
         """Import names of ``requires`` that are not installed (checked without importing)."""
@@ -68,6 +69,7 @@ class BackendRegistrar:
         extra: str | None = None,
         description: str = "",
         max_batch: int | None = None,
+        batch_interval: float | None = None,
     ) -> None:
         if not name or "," in name or name != name.strip():
             raise ValueError(
@@ -94,6 +96,7 @@ class BackendRegistrar:
             extra=extra,
             description=description,
             max_batch=max_batch,
+            batch_interval=batch_interval,
         )
 
 

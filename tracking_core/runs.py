@@ -384,6 +384,7 @@ def _build(
             lock=lock,
             flush_interval=flush_interval,
             max_batch=spec.max_batch or MAX_BATCH,
+            batch_interval=spec.batch_interval or 0.0,
         )
     dispatcher = Dispatcher(workers, journal_obj, lock, prefix, flush_interval)
     return slots, dispatcher, journal_obj

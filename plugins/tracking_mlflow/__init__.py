@@ -50,6 +50,9 @@ def register_backends(register: BackendRegistrar) -> None:
         description="MLflow: a tracking server, or the embedded SQLite store in the tracking dir",
         # 900 records plus their step-axis points fit one log_batch request (1000 metrics).
         max_batch=900,
+        # Every MLflow request costs ~6 ms of client CPU whatever its size (measured, MLflow
+        # 3.17): deliver at most every 2 s, well inside the 5 s live-delivery bound.
+        batch_interval=2.0,
     )
 
 
