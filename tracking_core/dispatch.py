@@ -24,12 +24,11 @@ import time
 from collections import Counter, deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from . import lifecycle
 from .context import RunContext
-from .journal import Journal
+from .journal import Journal, progress_path
 from .records import MetricRecord
 
 log = logging.getLogger("tracking_core.dispatch")
@@ -44,10 +43,6 @@ MAX_QUEUE_ENV = "TRACKING_CORE_MAX_QUEUE_ROWS"
 BREAKER_THRESHOLD = 3
 CONFIG_ATTEMPTS = 8
 MAX_RETRY_DELAY = 10.0
-
-
-def progress_path(journal: Path) -> Path:
-    return journal.with_name(journal.stem + ".progress")
 
 
 def to_float(value: Any) -> float | None:

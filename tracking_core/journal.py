@@ -55,6 +55,23 @@ def decode_value(value: float | str) -> float:
     return float(value)
 
 
+def progress_path(journal: Path) -> Path:
+    """The small file beside a journal in which its writer says whether it has delivered
+    everything (see :mod:`tracking_core.peers`)."""
+    return journal.with_name(journal.stem + ".progress")
+
+
+def locked_by_live_process(path: Path) -> bool:
+    """Whether a running process still holds the journal's lock (it holds it for its life)."""
+    with open(path, "rb") as fh:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+    return False
+
+
 def section_to_dict(section: ConfigSection) -> dict[str, Any]:
     return asdict(section)
 
@@ -152,7 +169,7 @@ class Journal:
                 return
             self.closed = True
             os.close(self._fd)
-        progress = self.path.with_name(self.path.stem + ".progress")
+        progress = progress_path(self.path)
         for path in (progress, self.path) if remove else (progress,):
             try:
                 path.unlink()
@@ -185,9 +202,6 @@ class JournalState:
     @property
     def backends(self) -> list[str]:
         return list(self.meta.get("backends") or [])
-
-    def record_count(self, row: tuple) -> int:
-        return len(row[2])
 
     def pending_rows(self, backend: str) -> list[tuple]:
         """Rows with at least one record ``backend`` has not acknowledged (trimmed to those)."""

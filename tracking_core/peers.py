@@ -15,8 +15,7 @@ import logging
 import time
 from pathlib import Path
 
-from .dispatch import progress_path
-from .journal import JOURNAL_DIR
+from .journal import JOURNAL_DIR, locked_by_live_process, progress_path
 
 log = logging.getLogger("tracking_core.peers")
 
@@ -24,10 +23,8 @@ POLL = 0.1
 
 
 def _live(journal: Path) -> bool:
-    from .sync import _locked_by_live_process
-
     try:
-        return _locked_by_live_process(journal)
+        return locked_by_live_process(journal)
     except OSError:
         return False
 

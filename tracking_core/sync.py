@@ -9,7 +9,6 @@ held by a live process (a file lock) are left alone.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import logging
 import os
@@ -21,7 +20,13 @@ from typing import Any, TextIO
 from .context import RunContext
 from .dispatch import MAX_BATCH, expand
 from .handle import HANDLE_FILE, RunHandle
-from .journal import JournalState, find_journals, read_journal, section_from_dict
+from .journal import (
+    JournalState,
+    find_journals,
+    locked_by_live_process,
+    read_journal,
+    section_from_dict,
+)
 from .plugins import get_plugin_manager
 from .records import RunStatus
 from .slots import BackendSlot
@@ -61,16 +66,6 @@ class _Progress:
     def close(self) -> None:
         if self.stream is not None and self.total:
             self.stream.write("\n")
-
-
-def _locked_by_live_process(path: Path) -> bool:
-    with open(path, "rb") as fh:
-        try:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
-    return False
 
 
 def _append(path: Path, objs: list[dict[str, Any]]) -> None:
@@ -123,7 +118,7 @@ def sync(path: str | os.PathLike[str], *, stream: TextIO | None = sys.stderr) ->
     manager = get_plugin_manager()
     states: list[JournalState] = []
     for file in find_journals(Path(path)):
-        if _locked_by_live_process(file):
+        if locked_by_live_process(file):
             report.skipped_live.append(str(file))
             continue
         try:
