@@ -472,27 +472,37 @@ def start_run(
         journal=journal,
     )
     payloads: dict[str, dict[str, Any]] = {}
+    # An open that succeeds after the wait below gave up must not be overwritten by the
+    # "pending" entry, nor go unsaved: the two sides decide under this lock.
+    decided = threading.Lock()
     for spec_name, worker in dispatcher.workers.items():
         entry = run_handle.backends.get(spec_name) or {}
 
         def on_success(result: Any, spec_name: str = spec_name) -> None:
-            run_handle.backends[spec_name] = json.loads(json.dumps(dict(result or {}), default=str))
-            if payloads[spec_name].get("late"):
+            with decided:
+                run_handle.backends[spec_name] = json.loads(
+                    json.dumps(dict(result or {}), default=str)
+                )
+                payloads[spec_name]["opened"] = True
+                late = payloads[spec_name].get("late")
+            if late:
                 run_handle.save()
                 log.warning("backend %r is reachable now: the run is open there", spec_name)
 
         payload: dict[str, Any] = {"first": threading.Event(), "on_success": on_success}
+        payloads[spec_name] = payload  # before the worker can call on_success
         if resumed is not None and entry and not entry.get("pending"):
             payload["kwargs"] = _attach_kwargs(run_handle, spec_name)
             worker.submit("attach", payload)
         else:
             payload["kwargs"] = dict
             worker.submit("open", payload)
-        payloads[spec_name] = payload
     deadline = time.monotonic() + open_timeout
     for spec_name, payload in payloads.items():
         payload["first"].wait(max(0.0, deadline - time.monotonic()))
-        if "result" not in payload:
+        with decided:
+            if payload.get("opened"):
+                continue
             payload["late"] = True
             run_handle.backends[spec_name] = {"pending": True}
             log.warning(
