@@ -287,7 +287,6 @@ class BackendWorker:
 
             def succeeded(result: Any) -> None:
                 lifecycle.exit_hook_last()
-                payload["result"] = result
                 callback = payload.get("on_success")
                 if callback is not None:
                     callback(result)
