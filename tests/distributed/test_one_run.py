@@ -114,7 +114,8 @@ def test_driver_actor_and_critic_worlds_share_one_run(tmp_path: Path, monkeypatc
     assert params["actor/lr"] == "1e-06" and params["critic/lr"] == "1e-05"
     assert params["actor/ranks/hosts"] == f'{{"{host}": "0-3"}}'
     wandb_dirs = find_offline_runs(tdir)
-    assert len(wandb_dirs) == 3  # driver, actor writer, critic writer: one run id
+    # driver, actor writer, critic writer: one run id (on failure, show what the ranks said)
+    assert len(wandb_dirs) == 3, outputs["actor"][-4000:] + outputs["critic"][-4000:]
     wandb_runs = read_offline_runs(wandb_dirs)
     assert {r.run_id for r in wandb_runs} == {entries["wandb"]["id"]}
     wandb_rows = [row for r in wandb_runs for row in r.history]
