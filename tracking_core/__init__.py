@@ -22,6 +22,7 @@ from .handle import RUN_ENV, RunHandle  # noqa: E402
 from .options import HostParser, add_tracking_options  # noqa: E402
 from .plugins import get_plugin_manager  # noqa: E402
 from .records import ConfigSection, MetricRecord, RunStatus  # noqa: E402
+from .remote import DeliveryUnavailable  # noqa: E402
 from .runs import FinishSummary, NullRun, Run, attach, start_run  # noqa: E402
 
 __version__ = "0.1.0"
@@ -30,6 +31,7 @@ __all__ = [
     "RUN_ENV",
     "BackendUnavailable",
     "ConfigSection",
+    "DeliveryUnavailable",
     "FinishSummary",
     "HostParser",
     "MetricRecord",

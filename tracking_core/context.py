@@ -15,7 +15,9 @@ class RunContext:
 
     ``run_id`` and ``name`` identify the job's run and are the same in every process;
     ``role`` is None in the primary (the driver) and names the role in a secondary;
-    ``label`` is unique per writing process (``actor-r0-p1234``), for trackers that need one.
+    ``label`` is unique per writing process (``actor-r0-p1234``), for trackers that need one;
+    ``pid`` is that process's id (a tracker's process monitor should watch it: the backend itself
+    may run in a delivery process, see :mod:`tracking_core.remote`).
     ``options`` holds the option values the host parsed (argparse ``dest`` → value); read them with
     :meth:`option`, which falls back to the tracker's usual environment variable.
     ``tracking_dir`` is where everything local goes: each backend keeps its files in
@@ -33,6 +35,8 @@ class RunContext:
     options: Mapping[str, Any] = field(default_factory=dict)
     tags: Mapping[str, str] = field(default_factory=dict)
     resume: bool = False
+    #: The process that logs (delivery may run in a helper process: this is the training one).
+    pid: int = field(default_factory=os.getpid)
 
     def option(self, dest: str, env: str | None = None, default: Any = None) -> Any:
         """The host's option ``dest`` if set, else environment variable ``env``, else ``default``."""

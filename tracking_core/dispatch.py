@@ -28,8 +28,11 @@ from typing import Any
 
 from . import lifecycle
 from .context import RunContext
-from .journal import Journal, progress_path
+from .journal import Journal, JournalReader, progress_path
+from .plugins import PluginManager
 from .records import MetricRecord
+from .registry import BackendSpec
+from .slots import BackendSlot
 
 log = logging.getLogger("tracking_core.dispatch")
 
@@ -99,7 +102,7 @@ class BackendWorker:
         context: RunContext,
         *,
         prefix: str = "",
-        journal: Journal | None = None,
+        journal: Journal | JournalReader | None = None,
         lock: threading.Lock | None = None,
         flush_interval: float = DEFAULT_FLUSH_INTERVAL,
         max_batch: int = MAX_BATCH,
@@ -128,6 +131,9 @@ class BackendWorker:
         self.spills = 0
         self.failures = FailureLog(name)
         self.delivered = 0
+        #: Records up to this sequence number were acknowledged before this worker started (a
+        #: restarted delivery process reads its journal from the start): they are not resent.
+        self.acked_through = -1
         self.consecutive_failures = 0
         self.down_since: float | None = None
         self.ready = False
@@ -251,6 +257,8 @@ class BackendWorker:
             if rows:
                 self.queued_rows -= len(rows)
                 self.pending = expand(rows, self.prefix, self.context.role)
+                if self.acked_through >= 0:
+                    self.pending = [r for r in self.pending if r.seq > self.acked_through]
                 continue
             if self.queue:
                 kind, (payload, done) = self.queue[0]
@@ -308,8 +316,6 @@ class BackendWorker:
         elif kind == "close":
             if self._retrying("close_run", attempts=2, status=payload) and self.journal is not None:
                 self.journal.ack_config(self.name, "close")
-        elif kind == "call":
-            payload()
 
     def _retrying(
         self,
@@ -464,3 +470,33 @@ class Dispatcher:
         self._wake.set()
         for worker in self.workers.values():
             worker.stop()
+
+
+def local_workers(
+    specs: list[BackendSpec],
+    manager: PluginManager,
+    contexts: Mapping[str, RunContext],
+    *,
+    prefix: str,
+    journal: Journal | JournalReader | None,
+    lock: threading.Lock,
+    flush_interval: float,
+) -> tuple[dict[str, BackendSlot], dict[str, BackendWorker]]:
+    """A slot (the backend instance, built on first use) and a worker thread per backend."""
+    slots: dict[str, BackendSlot] = {}
+    workers: dict[str, BackendWorker] = {}
+    for spec in specs:
+        slot = BackendSlot(spec, contexts[spec.name], manager)
+        slots[spec.name] = slot
+        workers[spec.name] = BackendWorker(
+            spec.name,
+            slot.call,
+            contexts[spec.name],
+            prefix=prefix,
+            journal=journal,
+            lock=lock,
+            flush_interval=flush_interval,
+            max_batch=spec.max_batch or MAX_BATCH,
+            batch_interval=spec.batch_interval or 0.0,
+        )
+    return slots, workers

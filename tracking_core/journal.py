@@ -150,18 +150,7 @@ class Journal:
         last one read, and whether the end of the journal was reached."""
         with self._lock:
             end = self.size
-        rows: list[tuple] = []
-        with open(self.path, "rb") as fh:
-            fh.seek(offset)
-            while fh.tell() < end and len(rows) < limit:
-                line = fh.readline()
-                if not line.endswith(b"\n"):
-                    break
-                obj = json.loads(line)
-                if obj.get("t") == "row":
-                    rows.append(row_from_obj(obj))
-            position = fh.tell()
-        return rows, position, position >= end
+        return read_rows(self.path, offset, end, limit)
 
     def close(self, remove: bool = False) -> None:
         with self._lock:
@@ -175,6 +164,93 @@ class Journal:
                 path.unlink()
             except OSError:
                 pass
+
+
+def read_rows(path: Path, offset: int, end: int, limit: int) -> tuple[list[tuple], int, bool]:
+    """The rows between byte ``offset`` and ``end`` of a journal (at most ``limit``), the offset
+    after the last line read, and whether ``end`` was reached."""
+    rows: list[tuple] = []
+    with open(path, "rb") as fh:
+        fh.seek(offset)
+        while fh.tell() < end and len(rows) < limit:
+            line = fh.readline()
+            if not line.endswith(b"\n"):
+                break
+            obj = json.loads(line)
+            if obj.get("t") == "row":
+                rows.append(row_from_obj(obj))
+        position = fh.tell()
+    return rows, position, position >= end
+
+
+class JournalReader:
+    """Another process's journal, followed as it grows (the delivery process reads the training
+    process's journal this way) and acknowledged into: acknowledgements are appended to the same
+    file, each line in one ``os.write`` on an ``O_APPEND`` descriptor, so they never interleave
+    with the writer's lines."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fd = os.open(path, os.O_RDWR | os.O_APPEND)
+        self._lock = threading.Lock()
+        #: The offset up to which whole lines were read (what ``read_rows_from`` may reach).
+        self.size = 0
+        self.closed = False
+
+    def poll(self) -> list[tuple[int, dict[str, Any]]]:
+        """The whole lines written since the last poll, each with its byte offset."""
+        out: list[tuple[int, dict[str, Any]]] = []
+        with open(self.path, "rb") as fh:
+            fh.seek(self.size)
+            data = fh.read()
+        position = self.size
+        for line in data.splitlines(keepends=True):
+            if not line.endswith(b"\n"):
+                break  # still being written: read it whole next time
+            out.append((position, json.loads(line)))
+            position += len(line)
+        self.size = position
+        return out
+
+    def write_lines(self, objs: list[Mapping[str, Any]]) -> None:
+        data = "".join(_dumps(o) + "\n" for o in objs).encode()
+        with self._lock:
+            if not self.closed:
+                os.write(self._fd, data)
+
+    def ack(self, backend: str, seq: int) -> None:
+        self.write_lines([{"t": "ack", "b": backend, "s": seq}])
+
+    def ack_config(self, backend: str, config_id: int | str) -> None:
+        self.write_lines([{"t": "cack", "b": backend, "id": config_id}])
+
+    def end(self, status: str) -> None:
+        self.write_lines([{"t": "end", "status": status, "ts": time.time()}])
+
+    def read_rows_from(self, offset: int, limit: int) -> tuple[list[tuple], int, bool]:
+        return read_rows(self.path, offset, self.size, limit)
+
+    def try_lock(self) -> bool:
+        """Take the journal's lock once its writer is gone (False while another process holds
+        it: the writer, or a ``tracking-core sync``)."""
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        return True
+
+    def close(self, remove: bool = False) -> None:
+        with self._lock:
+            if self.closed:
+                return
+            self.closed = True
+            if remove:
+                for path in (progress_path(self.path), self.path):
+                    try:
+                        path.unlink()
+                    except OSError:
+                        pass
+            os.close(self._fd)
 
 
 def row_from_obj(obj: Mapping[str, Any]) -> tuple[int, float, dict[str, float], Any, Any]:

@@ -30,12 +30,13 @@ from . import lifecycle
 from . import options as opts
 from .collectors import merge_collected
 from .context import RunContext
-from .dispatch import DEFAULT_FLUSH_INTERVAL, MAX_BATCH, BackendWorker, Dispatcher
+from .dispatch import DEFAULT_FLUSH_INTERVAL, Dispatcher, local_workers
 from .handle import ARGS_ATTR, RUN_ENV, RunHandle, find_handle
 from .journal import JOURNAL_DIR, Journal
 from .plugins import PluginManager, get_plugin_manager
 from .records import ConfigSection, RunStatus
 from .registry import BackendSpec
+from .remote import DeliveryUnavailable, delivery_mode, start_delivery_process
 from .selection import resolve_backend_names
 from .slots import BackendSlot
 from .writer import decide_writer
@@ -337,7 +338,11 @@ def _build(
     resume: bool,
     flush_interval: float,
     journal: bool,
+    delivery: str | None,
+    actions: Mapping[str, str],
 ) -> tuple[dict[str, BackendSlot], Dispatcher, Journal | None]:
+    """The run's journal, dispatcher and workers: in a delivery process (which starts running
+    ``actions``, ``open`` or ``attach`` per backend, at once) or on threads of this process."""
     label = "primary" if primary else f"{role}-r{rank if rank is not None else 0}"
     label = f"{label}-p{os.getpid()}"
     journal_obj = None
@@ -356,11 +361,8 @@ def _build(
                 "options": replay_options(options, [s.name for s in specs]),
             },
         )
-    lock = threading.Lock()
-    slots: dict[str, BackendSlot] = {}
-    workers: dict[str, BackendWorker] = {}
-    for spec in specs:
-        context = RunContext(
+    contexts = {
+        spec.name: RunContext(
             backend=spec.name,
             run_id=handle.run_id,
             name=handle.name,
@@ -373,20 +375,37 @@ def _build(
             tags=dict(tags),
             resume=resume,
         )
-        slot = BackendSlot(spec, context, manager)
-        slots[spec.name] = slot
-        workers[spec.name] = BackendWorker(
-            spec.name,
-            slot.call,
-            context,
+        for spec in specs
+    }
+    lock = threading.Lock()
+    mode = delivery_mode(delivery, specs, manager, journal_obj is not None)
+    slots: dict[str, BackendSlot] = {}
+    workers: Mapping[str, Any] | None = None
+    if mode == "process" and journal_obj is not None:
+        try:
+            workers = start_delivery_process(
+                specs,
+                contexts,
+                journal=str(journal_obj.path),
+                handle_json=handle.to_json(),
+                prefix=prefix,
+                actions=actions,
+                flush_interval=flush_interval,
+                exit_timeout=lifecycle.exit_timeout(),
+            ).workers
+        except DeliveryUnavailable as exc:
+            log.warning("%s; delivering on threads of this process instead", exc)
+    if workers is None:
+        slots, workers = local_workers(
+            list(specs),
+            manager,
+            contexts,
             prefix=prefix,
             journal=journal_obj,
             lock=lock,
             flush_interval=flush_interval,
-            max_batch=spec.max_batch or MAX_BATCH,
-            batch_interval=spec.batch_interval or 0.0,
         )
-    dispatcher = Dispatcher(workers, journal_obj, lock, prefix, flush_interval)
+    dispatcher = Dispatcher(dict(workers), journal_obj, lock, prefix, flush_interval)
     return slots, dispatcher, journal_obj
 
 
@@ -428,6 +447,7 @@ def start_run(
     flush_interval: float = DEFAULT_FLUSH_INTERVAL,
     journal: bool = True,
     export: bool = True,
+    delivery: str | None = None,
 ) -> Run:
     """Open the job's run in every selected backend (call this once, in the driver).
 
@@ -437,7 +457,9 @@ def start_run(
     that cannot be reached within ``open_timeout`` stays in the run: its records are journaled
     and delivered when it comes back (or by ``tracking-core sync``). The handle is saved in the
     run directory and, with ``export``, put in ``$TRACKING_CORE_RUN`` and on
-    ``args.tracking_run`` so that child processes can attach.
+    ``args.tracking_run`` so that child processes can attach. ``delivery`` (``process`` or
+    ``thread``; default ``$TRACKING_CORE_DELIVERY``, else ``process`` where possible) says where
+    the trackers' client code runs: see :mod:`tracking_core.remote`.
     """
     manager = get_plugin_manager()
     resumed = RunHandle.parse(handle) if handle is not None else None
@@ -457,6 +479,11 @@ def start_run(
             tracking_dir=str(Path(opts.tracking_dir(args, tracking_dir)).absolute()),
             key_style=opts.key_style(args, key_style),
         )
+    actions = {}
+    for spec in specs:
+        entry = run_handle.backends.get(spec.name) or {}
+        attach_existing = resumed is not None and entry and not entry.get("pending")
+        actions[spec.name] = "attach" if attach_existing else "open"
     slots, dispatcher, journal_obj = _build(
         specs,
         manager,
@@ -470,13 +497,14 @@ def start_run(
         resume=resumed is not None,
         flush_interval=flush_interval,
         journal=journal,
+        delivery=delivery,
+        actions=actions,
     )
     payloads: dict[str, dict[str, Any]] = {}
     # An open that succeeds after the wait below gave up must not be overwritten by the
     # "pending" entry, nor go unsaved: the two sides decide under this lock.
     decided = threading.Lock()
     for spec_name, worker in dispatcher.workers.items():
-        entry = run_handle.backends.get(spec_name) or {}
 
         def on_success(result: Any, spec_name: str = spec_name) -> None:
             with decided:
@@ -491,12 +519,11 @@ def start_run(
 
         payload: dict[str, Any] = {"first": threading.Event(), "on_success": on_success}
         payloads[spec_name] = payload  # before the worker can call on_success
-        if resumed is not None and entry and not entry.get("pending"):
+        if actions[spec_name] == "attach":
             payload["kwargs"] = _attach_kwargs(run_handle, spec_name)
-            worker.submit("attach", payload)
         else:
             payload["kwargs"] = dict
-            worker.submit("open", payload)
+        worker.submit(actions[spec_name], payload)
     deadline = time.monotonic() + open_timeout
     for spec_name, payload in payloads.items():
         payload["first"].wait(max(0.0, deadline - time.monotonic()))
@@ -555,6 +582,7 @@ def attach(
     options: Mapping[str, Any] | None = None,
     flush_interval: float = DEFAULT_FLUSH_INTERVAL,
     journal: bool = True,
+    delivery: str | None = None,
 ) -> Run | NullRun:
     """Attach this process to the job's run as ``role`` (never a collective call).
 
@@ -563,6 +591,7 @@ def attach(
     the others get a :class:`NullRun`. The writer logs the role's config: ``config`` merged with
     what every collector returns for the role (``collect=False`` skips the collectors).
     Metric names get ``metric_prefix`` (default ``"<role>/"``; ``""`` passes names through).
+    ``delivery`` is as for :func:`start_run`.
     """
     run_handle = find_handle(handle, args)
     if run_handle is None:
@@ -589,6 +618,8 @@ def attach(
         resume=False,
         flush_interval=flush_interval,
         journal=journal,
+        delivery=delivery,
+        actions={spec.name: "attach" for spec in specs},
     )
     for spec_name, worker in dispatcher.workers.items():
         worker.submit("attach", {"kwargs": _attach_kwargs(run_handle, spec_name)})

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.core.conftest import make_dist, run_python
+from tracking_core.journal import locked_by_live_process
 
 # A real backend whose tracker is a file; it is "down" while the marker file exists.
 GATED = """
@@ -190,10 +191,22 @@ def test_sigkill_loses_at_most_the_last_flush_interval(gated: dict[str, str], tm
     proc.wait()
     killed_at = time.time()
     os.unlink(gated["GATED_DOWN"])
+    # The delivery process outlives the killed one: it takes the journal over, delivers what
+    # the journal holds now that the tracker is up, closes the run as KILLED and lets go.
+    # (it probes the tracker at most every 10 s while it is down).
+    journals = list((tmp_path / "td" / "journal").rglob("*.jsonl"))
+    deadline = time.monotonic() + 60
+    while {"status": "KILLED"} not in _delivered(gated) or any(
+        j.exists() and locked_by_live_process(j) for j in journals
+    ):
+        assert time.monotonic() < deadline, "the delivery process did not finish the run"
+        time.sleep(0.2)
     out = _sync(tmp_path / "td", gated)
     assert out.returncode == 0, out.stderr
-    steps = sorted(d["step"] for d in _delivered(gated) if "name" in d)
+    delivered = _delivered(gated)
+    steps = sorted(d["step"] for d in delivered if "name" in d)
     assert steps == list(range(len(steps)))  # a prefix, no gaps, no duplicates
+    assert {"status": "KILLED"} in delivered
     # everything logged more than one flush interval (0.5 s, plus scheduling slack) before the
     # kill is there
     old_enough = [step for step, at in printed if at < killed_at - 0.5 - 0.3]

@@ -1,0 +1,262 @@
+"""Delivery in a helper process: where the trackers' code runs, how the two processes talk, and
+what happens when either of them dies."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from tests.core.conftest import make_dist, run_python
+from tests.helpers.tb_events import read_run
+
+# A backend installed as a real distribution (so a new interpreter finds it), recording where
+# each call ran into the file $PROBE_OUT. With $PROBE_FAIL_ONCE its first log_metrics raises.
+PROBE = """
+    import json, os
+    import tracking_core
+
+    def _write(obj):
+        with open(os.environ["PROBE_OUT"], "a") as fh:
+            fh.write(json.dumps(obj) + "\\n")
+
+    class Probe:
+        def __init__(self, run):
+            self.failed = False
+
+        @tracking_core.hookimpl
+        def open_run(self, run):
+            _write({"open": os.getpid(), "training": run.pid})
+            return {"probe": True}
+
+        @tracking_core.hookimpl
+        def attach_run(self, run, attach):
+            _write({"attach": os.getpid(), "training": run.pid, "role": run.role})
+
+        @tracking_core.hookimpl
+        def log_metrics(self, records):
+            if os.environ.get("PROBE_FAIL_ONCE") and not self.failed:
+                self.failed = True
+                raise ConnectionResetError("probe tracker hiccup")
+            for r in records:
+                _write({"name": r.name, "step": r.step, "pid": os.getpid()})
+
+        @tracking_core.hookimpl
+        def close_run(self, status, run):
+            _write({"close": status.value, "pid": os.getpid()})
+
+    @tracking_core.hookimpl
+    def register_backends(register):
+        register("probe", Probe)
+"""
+
+
+@pytest.fixture
+def probe(site: Path, tmp_path: Path) -> dict[str, str]:
+    make_dist(site, "probe-tracking", {"probe": "probe_plugin"}, {"probe_plugin": PROBE})
+    return {"PROBE_OUT": str(tmp_path / "probe.jsonl"), "PYTHONPATH": str(site)}
+
+
+def _calls(env: dict[str, str]) -> list[dict]:
+    path = Path(env["PROBE_OUT"])
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def _metric_counts(calls: list[dict]) -> Counter:
+    return Counter((c["name"], c["step"]) for c in calls if "name" in c)
+
+
+def test_trackers_run_in_a_delivery_process(probe: dict[str, str], tmp_path: Path) -> None:
+    out = run_python(
+        f"""
+        import os, sys, tracking_core
+        run = tracking_core.start_run(backends=["probe", "tensorboard"], tracking_dir={str(tmp_path)!r})
+        child = tracking_core.attach(role="actor", writer=True, collect=False)
+        for step in range(200):
+            child.log_metrics({{"loss": step / 10}}, step=step, step_key="train/step")
+        child.finish()
+        summary = run.finish()
+        print(os.getpid(), summary.backends["probe"]["delivered"], summary.drained)
+        print(sorted(m for m in sys.modules if m.split(".")[0] == "tensorboardX"))
+        """,
+        env=probe,
+    )
+    assert out.returncode == 0, out.stderr
+    first, second = out.stdout.splitlines()
+    training = int(first.split()[0])
+    assert first.split()[1:] == ["0", "True"]  # the primary logged no metric itself
+    assert second == "[]"  # the trackers' code was never imported by the training process
+    calls = _calls(probe)
+    opened = [c for c in calls if "open" in c or "attach" in c]
+    assert len(opened) == 2 and all(c["training"] == training for c in opened)
+    helpers = {c.get("open") or c.get("attach") for c in opened} | {c["pid"] for c in calls if "pid" in c}
+    assert training not in helpers and len(helpers) == 2  # one delivery process per writer
+    assert _metric_counts(calls) == Counter({("actor/loss", s): 1 for s in range(200)})
+    assert [c["close"] for c in calls if "close" in c] == ["FINISHED", "FINISHED"]
+    run_dir = next((tmp_path / "tensorboard").iterdir())
+    points = read_run(run_dir / "actor").scalars["loss"]  # role runs hold unprefixed tags
+    assert [step for step, _ in points] == list(range(200))
+
+
+def test_thread_delivery_on_request_and_clear_errors(probe: dict[str, str], tmp_path: Path) -> None:
+    out = run_python(
+        f"""
+        import os, tracking_core
+        run = tracking_core.start_run(backends=["probe"], tracking_dir={str(tmp_path)!r}, delivery="thread")
+        run.log_metrics({{"x": 1.0}}, step=0)
+        run.finish()
+        print(os.getpid())
+
+        class Inline:
+            def __init__(self, run):
+                pass
+
+            @tracking_core.hookimpl
+            def log_metrics(self, records):
+                pass
+
+        class Registers:
+            @tracking_core.hookimpl
+            def register_backends(self, register):
+                register("inline", Inline)
+
+        tracking_core.get_plugin_manager().register(Registers(), "inline-plugin")
+        try:
+            tracking_core.start_run(backends=["inline"], tracking_dir={str(tmp_path)!r}, delivery="process")
+        except tracking_core.DeliveryUnavailable as exc:
+            print("ERROR", exc)
+        auto = tracking_core.start_run(backends=["inline"], tracking_dir={str(tmp_path)!r})
+        print("AUTO", type(auto._dispatcher.workers["inline"]).__name__)
+        auto.finish()
+        try:
+            tracking_core.start_run(backends=["probe"], tracking_dir={str(tmp_path)!r}, delivery="fork")
+        except ValueError as exc:
+            print("ERROR", exc)
+        """,
+        env=probe,
+    )
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    training = int(lines[0])
+    assert {c["pid"] for c in _calls(probe) if "pid" in c} == {training}
+    assert "registered at run time rather than through an entry point" in lines[1]
+    assert "delivery='thread'" in lines[1]
+    assert lines[2] == "AUTO BackendWorker"
+    assert "delivery= is 'fork'; use one of: process, thread" in lines[3]
+
+
+def test_a_delivery_process_that_cannot_start_falls_back_to_threads(probe: dict[str, str], tmp_path: Path) -> None:
+    out = run_python(
+        f"""
+        import os, sys, tracking_core
+        sys.executable = "/bin/false"  # a broken interpreter path: the child dies at once
+        run = tracking_core.start_run(backends=["probe"], tracking_dir={str(tmp_path)!r})
+        run.log_metrics({{"x": 1.0}}, step=0)
+        run.finish()
+        print(os.getpid())
+        """,
+        env=probe,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "delivering on threads of this process instead" in out.stderr
+    assert {c["pid"] for c in _calls(probe) if "pid" in c} == {int(out.stdout)}
+
+
+def test_warnings_of_the_delivery_process_go_through_the_training_process_logging(
+    probe: dict[str, str], tmp_path: Path
+) -> None:
+    out = run_python(
+        f"""
+        import logging, tracking_core
+        logging.basicConfig(format="TRAINING-LOG %(name)s: %(message)s")
+        run = tracking_core.start_run(backends=["probe"], tracking_dir={str(tmp_path)!r})
+        for step in range(20):
+            run.log_metrics({{"x": float(step)}}, step=step)
+        summary = run.finish()
+        print(summary.backends["probe"]["failures"])
+        """,
+        env={**probe, "PROBE_FAIL_ONCE": "1"},
+    )
+    assert out.returncode == 0, out.stderr
+    assert (
+        "TRAINING-LOG tracking_core.dispatch: backend 'probe' failed in log_metrics "
+        "(ConnectionResetError: probe tracker hiccup)" in out.stderr
+    )
+    assert out.stdout.strip() == "{'log_metrics: ConnectionResetError': 1}"
+    assert _metric_counts(_calls(probe)) == Counter({("x", s): 1 for s in range(20)})
+
+
+@pytest.mark.slow
+def test_a_killed_delivery_process_loses_nothing(probe: dict[str, str], tmp_path: Path) -> None:
+    """SIGKILL the delivery process mid-run: training goes on, the run ends with what is missing
+    in the journal, and `tracking-core sync` delivers exactly that."""
+    out = run_python(
+        f"""
+        import json, os, signal, time, tracking_core
+        run = tracking_core.start_run(backends=["probe"], tracking_dir={str(tmp_path)!r})
+        for step in range(400):
+            run.log_metrics({{"x": float(step)}}, step=step)
+            if step == 150:
+                run.flush(30)
+                helper = json.loads(open(os.environ["PROBE_OUT"]).readline())["open"]
+                os.kill(helper, signal.SIGKILL)
+            time.sleep(0.002)
+        print(run.finish(timeout=5).describe())
+        """,
+        env=probe,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "delivery process ended unexpectedly" in out.stderr
+    assert "run `tracking-core sync`" in out.stdout
+    before = _metric_counts(_calls(probe))
+    assert set(range(151)) <= {step for _, step in before} and len(before) < 400
+    sync = subprocess.run(
+        [sys.executable, "-m", "tracking_core.cli", "sync", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **probe},
+        timeout=120,
+    )
+    assert sync.returncode == 0, sync.stderr
+    assert _metric_counts(_calls(probe)) == Counter({("x", s): 1 for s in range(400)})
+
+
+@pytest.mark.slow
+def test_sigterm_to_the_process_group_does_not_cut_delivery_short(
+    probe: dict[str, str], tmp_path: Path
+) -> None:
+    code = textwrap.dedent(
+        f"""
+        import time, tracking_core
+        run = tracking_core.start_run(backends=["probe"], tracking_dir={str(tmp_path)!r})
+        step = 0
+        while True:
+            run.log_metrics({{"x": float(step)}}, step=step)
+            if step == 300:
+                print("ready", flush=True)
+            step += 1
+            time.sleep(0.001)
+        """
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **probe},
+        start_new_session=True,
+    )
+    assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+    os.killpg(proc.pid, signal.SIGTERM)  # what a job scheduler or Ctrl-C does to the job's group
+    assert proc.wait(60) == -signal.SIGTERM
+    calls = _calls(probe)
+    steps = sorted(step for _, step in _metric_counts(calls))
+    assert steps == list(range(len(steps))) and len(steps) > 300  # all of it, no gap
+    assert [c["close"] for c in calls if "close" in c] == ["KILLED"]
+    assert not list((tmp_path / "journal").rglob("*.jsonl"))  # complete: removed
