@@ -33,12 +33,14 @@ import os
 import subprocess
 import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
 from typing import IO, Any
 
 from .context import RunContext
 from .errors import TrackingError
+from .handle import RunHandle
 from .plugins import PluginManager
 from .registry import BackendSpec
 
@@ -51,6 +53,8 @@ MODES = ("process", "thread")
 START_TIMEOUT = 30.0
 #: How much longer than a flush's own timeout to wait for the child's answer.
 REPLY_GRACE = 2.0
+#: How many times a delivery process that died is started again within one run.
+MAX_RESTARTS = 3
 
 
 class DeliveryUnavailable(TrackingError):
@@ -107,7 +111,7 @@ class _Failures:
     """The child's failure counts for one backend, read like a worker's ``FailureLog``."""
 
     def __init__(self) -> None:
-        self.counts: dict[str, int] = {}
+        self.counts: Counter[str] = Counter()
 
 
 class RemoteWorker:
@@ -126,6 +130,23 @@ class RemoteWorker:
         self.payload: dict[str, Any] | None = None
         self.opened: tuple[bool, Any] | None = None
         self.first = False
+        self._earlier_delivered = 0
+        self._earlier_failures: Counter[str] = Counter()
+
+    def update(self, state: Mapping[str, Any]) -> None:
+        """The child's latest counters (added to those of the children before it)."""
+        self.delivered = self._earlier_delivered + int(state["delivered"])
+        self.failures.counts = self._earlier_failures + Counter(state["failures"])
+        self.spills = int(state["spills"])
+        self.ready = bool(state["ready"])
+        self.circuit_open = bool(state["circuit_open"])
+        self.reported_idle = bool(state["idle"])
+
+    def carry_over(self) -> None:
+        """The child died: keep its counts, forget its state (a new one reads the journal)."""
+        self._earlier_delivered = self.delivered
+        self._earlier_failures = Counter(self.failures.counts)
+        self.reported_idle = False
 
     # -- the worker interface used by the dispatcher and the run -------------------------------
     def enqueue_rows(self, rows: list[Any], offset: int) -> None:
@@ -165,21 +186,45 @@ def _plain(value: Any) -> Any:
 
 
 class DeliveryProcess:
-    """The child that delivers one writing process's records (see the module doc)."""
+    """The child that delivers one writing process's records (see the module doc).
 
-    def __init__(self, setup: Mapping[str, Any], names: Sequence[str], start_timeout: float = START_TIMEOUT) -> None:
-        self.workers = {name: RemoteWorker(name, self) for name in names}
+    ``setup`` builds the child's first line from the action per backend (``open`` or
+    ``attach``). A child that dies is started again, up to :data:`MAX_RESTARTS` times: it
+    attaches to the run and resumes from the journal, whose acknowledgements say what is done.
+    """
+
+    def __init__(
+        self,
+        setup: Callable[[Mapping[str, str]], dict[str, Any]],
+        actions: Mapping[str, str],
+        start_timeout: float = START_TIMEOUT,
+    ) -> None:
+        self.workers = {name: RemoteWorker(name, self) for name in actions}
         self.rows_seen = 0
         self.alive_or_done = True
+        self.restarts = 0
+        self._setup = setup
+        self._actions = dict(actions)
         self._ids = itertools.count(1)
         self._waiting: dict[int, tuple[threading.Event, dict[str, Any]]] = {}
         self._lock = threading.Lock()
         self._ready = threading.Event()
+        self._started = False
         self._stopped = False
+        self._spawn(self._actions)
+        if not self._ready.wait(start_timeout) or not self.alive_or_done:
+            self._kill()
+            raise DeliveryUnavailable(
+                f"the delivery process did not start within {start_timeout:.0f} s "
+                f"(exit code {self.proc.poll()}; its errors are on stderr above)"
+            )
+        self._started = True
+
+    def _spawn(self, actions: Mapping[str, str]) -> None:
         env = dict(os.environ)
         # The child imports what this process imports, even from paths added at run time.
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
-        self.proc = subprocess.Popen(
+        proc = subprocess.Popen(
             [sys.executable, "-m", "tracking_core.delivery_process"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -187,19 +232,18 @@ class DeliveryProcess:
             start_new_session=True,
             close_fds=True,
         )
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self._in: IO[bytes] = self.proc.stdin
+        assert proc.stdin is not None and proc.stdout is not None
+        with self._lock:
+            if self._stopped:  # the run ended while this child was being started again
+                proc.kill()
+                return
+            self.proc = proc
+            self._in: IO[bytes] = proc.stdin
         self._reader = threading.Thread(
-            target=self._read, args=(self.proc.stdout,), name="tracking-core-delivery-reader", daemon=True
+            target=self._read, args=(proc,), name="tracking-core-delivery-reader", daemon=True
         )
         self._reader.start()
-        self._send(dict(setup))
-        if not self._ready.wait(start_timeout) or not self.alive_or_done:
-            self._kill()
-            raise DeliveryUnavailable(
-                f"the delivery process did not start within {start_timeout:.0f} s "
-                f"(exit code {self.proc.poll()}; its errors are on stderr above)"
-            )
+        self._send(self._setup(actions))
 
     # -- requests ------------------------------------------------------------------------------
     def _send(self, obj: Mapping[str, Any]) -> bool:
@@ -278,26 +322,56 @@ class DeliveryProcess:
             pass
 
     # -- the child's messages --------------------------------------------------------------------
-    def _read(self, stream: IO[bytes]) -> None:
-        for line in stream:
+    def _read(self, proc: subprocess.Popen[bytes]) -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
             try:
                 self._on_event(json.loads(line))
             except Exception:  # noqa: BLE001 - a bad line must not end the reader
                 log.exception("tracking-core could not read a message of its delivery process")
-        self.alive_or_done = False
+        self._ended(proc)
+
+    def _ended(self, proc: subprocess.Popen[bytes]) -> None:
         with self._lock:
             waiting = list(self._waiting.values())
             self._waiting.clear()
             stopped = self._stopped
         for done, _ in waiting:
             done.set()
-        self._ready.set()
-        if not stopped:
+        if stopped or not self._started:
+            self.alive_or_done = False
+            self._ready.set()
+            return
+        try:
+            code = proc.wait(5)
+        except subprocess.TimeoutExpired:
+            code = None
+        if self.restarts >= MAX_RESTARTS:
+            self.alive_or_done = False
             log.warning(
-                "tracking-core's delivery process ended unexpectedly (exit code %s); what this "
-                "process logs from now on stays in its journal: run `tracking-core sync`",
-                self.proc.poll(),
+                "tracking-core's delivery process ended unexpectedly (exit code %s) after %d "
+                "restarts; what this process logs from now on stays in its journal: run "
+                "`tracking-core sync`",
+                code,
+                self.restarts,
             )
+            return
+        self.restarts += 1
+        log.warning(
+            "tracking-core's delivery process ended unexpectedly (exit code %s); starting it "
+            "again (%d of %d): it resumes from the journal",
+            code,
+            self.restarts,
+            MAX_RESTARTS,
+        )
+        for worker in self.workers.values():
+            worker.carry_over()
+        # A backend that opened the run (or a secondary's) attaches; one still opening opens.
+        actions = {
+            name: "attach" if action == "attach" or self.workers[name].opened else "open"
+            for name, action in self._actions.items()
+        }
+        self._spawn(actions)
 
     def _on_event(self, event: Mapping[str, Any]) -> None:
         kind = event.get("ev")
@@ -305,13 +379,7 @@ class DeliveryProcess:
         if kind == "status":
             self.rows_seen = int(event["rows"])
             for name, state in event["backends"].items():
-                w = self.workers[name]
-                w.delivered = state["delivered"]
-                w.spills = state["spills"]
-                w.ready = state["ready"]
-                w.circuit_open = state["circuit_open"]
-                w.reported_idle = state["idle"]
-                w.failures.counts = dict(state["failures"])
+                self.workers[name].update(state)
         elif kind == "done":
             with self._lock:
                 done, reply = self._waiting.pop(int(event["id"]), (None, None))
@@ -322,6 +390,8 @@ class DeliveryProcess:
             logging.getLogger(event["name"]).log(int(event["level"]), "%s", event["msg"])
         elif kind == "opened" and worker is not None:
             with self._lock:
+                if worker.opened is not None:
+                    return  # attached again after a restart: the run's entry is unchanged
                 worker.opened = (True, event.get("result"))
                 known = worker.payload is not None
             if known:
@@ -341,7 +411,7 @@ def start_delivery_process(
     contexts: Mapping[str, RunContext],
     *,
     journal: str,
-    handle_json: str,
+    handle: RunHandle,
     prefix: str,
     actions: Mapping[str, str],
     flush_interval: float,
@@ -349,17 +419,20 @@ def start_delivery_process(
 ) -> DeliveryProcess:
     """Start the child for one writing process: it builds ``specs`` with ``contexts``, runs
     ``actions`` (``open`` or ``attach`` per backend) and then follows ``journal``."""
-    setup = {
-        "journal": journal,
-        "handle": handle_json,
-        "prefix": prefix,
-        "flush_interval": flush_interval,
-        "exit_timeout": exit_timeout,
-        "argv": list(getattr(sys, "argv", []) or []),
-        "log_level": logging.getLogger("tracking_core").getEffectiveLevel(),
-        "backends": [
-            {"name": s.name, "context": context_json(contexts[s.name]), "action": actions.get(s.name)}
-            for s in specs
-        ],
-    }
-    return DeliveryProcess(setup, [s.name for s in specs])
+
+    def setup(current: Mapping[str, str]) -> dict[str, Any]:
+        return {
+            "journal": journal,
+            "handle": handle.to_json(),  # as it is now: a restarted child attaches with it
+            "prefix": prefix,
+            "flush_interval": flush_interval,
+            "exit_timeout": exit_timeout,
+            "argv": list(getattr(sys, "argv", []) or []),
+            "log_level": logging.getLogger("tracking_core").getEffectiveLevel(),
+            "backends": [
+                {"name": s.name, "context": context_json(contexts[s.name]), "action": current.get(s.name)}
+                for s in specs
+            ],
+        }
+
+    return DeliveryProcess(setup, {s.name: actions.get(s.name, "attach") for s in specs})

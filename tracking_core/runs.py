@@ -387,7 +387,7 @@ def _build(
                 specs,
                 contexts,
                 journal=str(journal_obj.path),
-                handle_json=handle.to_json(),
+                handle=handle,
                 prefix=prefix,
                 actions=actions,
                 flush_interval=flush_interval,

@@ -142,6 +142,9 @@ class WandbBackend:
     def _settings(self, run: RunContext, mode: str, primary: bool) -> Any:
         opts = self.options
         kwargs: dict[str, Any] = {"console": opts.console}
+        if run.pid != os.getpid() and "x_stats_pid" in wandb.Settings.model_fields:
+            # Delivering from a helper process: W&B's system metrics describe the training one.
+            kwargs["x_stats_pid"] = run.pid
         if mode == "online":
             kwargs.update(mode="shared", x_primary=primary, x_label=run.label)
             if not primary:

@@ -193,30 +193,49 @@ def test_warnings_of_the_delivery_process_go_through_the_training_process_loggin
     assert _metric_counts(_calls(probe)) == Counter({("x", s): 1 for s in range(20)})
 
 
+KILL_HELPERS = """
+    import json, os, signal, time, tracking_core
+
+    def helper():
+        lines = [json.loads(line) for line in open(os.environ["PROBE_OUT"])]
+        return [c.get("open") or c.get("attach") for c in lines if "open" in c or "attach" in c][-1]
+
+    run = tracking_core.start_run(backends=["probe"], tracking_dir={tracking_dir!r})
+    for step in range(400):
+        run.log_metrics({{"x": float(step)}}, step=step)
+        if step % 100 == 50 and step // 100 < {kills}:
+            run.flush(30)
+            killed = helper()
+            os.kill(killed, signal.SIGKILL)
+            deadline = time.monotonic() + 30
+            while step // 100 < 3 and helper() == killed and time.monotonic() < deadline:
+                time.sleep(0.05)  # the next one attaches
+        time.sleep(0.002)
+    print(run.finish(timeout=10).describe())
+"""
+
+
 @pytest.mark.slow
-def test_a_killed_delivery_process_loses_nothing(probe: dict[str, str], tmp_path: Path) -> None:
-    """SIGKILL the delivery process mid-run: training goes on, the run ends with what is missing
-    in the journal, and `tracking-core sync` delivers exactly that."""
-    out = run_python(
-        f"""
-        import json, os, signal, time, tracking_core
-        run = tracking_core.start_run(backends=["probe"], tracking_dir={str(tmp_path)!r})
-        for step in range(400):
-            run.log_metrics({{"x": float(step)}}, step=step)
-            if step == 150:
-                run.flush(30)
-                helper = json.loads(open(os.environ["PROBE_OUT"]).readline())["open"]
-                os.kill(helper, signal.SIGKILL)
-            time.sleep(0.002)
-        print(run.finish(timeout=5).describe())
-        """,
-        env=probe,
-    )
+def test_a_killed_delivery_process_is_started_again_and_resumes(probe: dict[str, str], tmp_path: Path) -> None:
+    out = run_python(KILL_HELPERS.format(tracking_dir=str(tmp_path), kills=2), env=probe)
     assert out.returncode == 0, out.stderr
-    assert "delivery process ended unexpectedly" in out.stderr
+    assert out.stderr.count("delivery process ended unexpectedly") == 2
+    assert "starting it again (2 of 3): it resumes from the journal" in out.stderr
+    assert out.stdout.startswith("run FINISHED; probe: 400 records delivered") and "sync" not in out.stdout
+    calls = _calls(probe)
+    assert _metric_counts(calls) == Counter({("x", s): 1 for s in range(400)})
+    assert len([c for c in calls if "attach" in c]) == 2  # each new one joined the open run
+    assert not list((tmp_path / "journal").rglob("*.jsonl"))
+
+
+@pytest.mark.slow
+def test_a_delivery_process_that_keeps_dying_leaves_the_rest_to_sync(probe: dict[str, str], tmp_path: Path) -> None:
+    out = run_python(KILL_HELPERS.format(tracking_dir=str(tmp_path), kills=4), env=probe)
+    assert out.returncode == 0, out.stderr
+    assert "ended unexpectedly (exit code -9) after 3 restarts" in out.stderr
     assert "run `tracking-core sync`" in out.stdout
     before = _metric_counts(_calls(probe))
-    assert set(range(151)) <= {step for _, step in before} and len(before) < 400
+    assert set(range(351)) <= {step for _, step in before} and len(before) < 400
     sync = subprocess.run(
         [sys.executable, "-m", "tracking_core.cli", "sync", str(tmp_path)],
         capture_output=True,
