@@ -295,8 +295,12 @@ def test_metric_rows_group_by_axis_and_step() -> None:
 
 
 # -- one process ------------------------------------------------------------------------------
-def test_primary_and_actor_in_one_process(wandb_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("delivery", ["process", "thread"])
+def test_primary_and_actor_in_one_process(
+    wandb_env: Path, monkeypatch: pytest.MonkeyPatch, delivery: str
+) -> None:
     monkeypatch.setattr(sys, "argv", [sys.argv[0], "--wandb-key", SECRET, "--lr", "1e-5"])
+    monkeypatch.setenv("TRACKING_CORE_DELIVERY", delivery)
     tdir = wandb_env / "tracking"
     run = tracking_core.start_run(
         {**LAUNCH, "wandb_key": SECRET},
@@ -324,8 +328,13 @@ def test_primary_and_actor_in_one_process(wandb_env: Path, monkeypatch: pytest.M
         assert not summary.backends["wandb"]["failures"], summary
 
     runs = read_job(wandb_env / "wandb-root", run.run_id)
-    assert len(runs) == 1  # the actor wrote through the driver's run: one directory
-    job = runs[0]
+    if delivery == "thread":
+        assert len(runs) == 1  # the actor wrote through the driver's run: one directory
+    else:  # each writer's delivery process has its own directory of the one run
+        assert sorted(r.suffix.split("-r")[0] if r.suffix else "" for r in runs) == ["", "actor"]
+    assert {r.run_id for r in runs} == {run.run_id}
+    job = next(r for r in runs if not r.suffix)
+    actor_job = next(r for r in runs if r.suffix) if delivery == "process" else job
     assert (job.state, job.exit_code) == ("finished", 0)
     config = merged_config(runs)
     assert {k: config[k] for k in ("lr", "seed", "use_kl_loss", "model")} == {
@@ -336,7 +345,7 @@ def test_primary_and_actor_in_one_process(wandb_env: Path, monkeypatch: pytest.M
     }
     assert config["actor/lr"] == 2e-6 and config["actor/micro_batch_size"] == 2
     assert config["wandb_key"].startswith("<redacted")
-    rows = [h for h in job.history if "actor/train/pg_loss" in h]
+    rows = [h for h in actor_job.history if "actor/train/pg_loss" in h]
     assert [(h["actor/train/step"], h["actor/train/pg_loss"]) for h in rows] == [
         (s, pytest.approx(1.0 / (s + 1))) for s in range(STEPS)
     ]
@@ -344,14 +353,15 @@ def test_primary_and_actor_in_one_process(wandb_env: Path, monkeypatch: pytest.M
     assert [(h["perf/step"], h["perf/step_time"]) for h in perf] == [
         (s, 2 + s) for s in range(STEPS)
     ]
-    assert len(job.history) == 2 * STEPS
-    steps = [h["_step"] for h in job.history]
-    assert steps == sorted(steps) == list(range(len(steps)))  # W&B's own step: monotonic
-    defs = job.metric_definitions
-    assert defs["actor/train/kl"]["step_metric"] == "actor/train/step"
-    assert defs["perf/step_time"]["step_metric"] == "perf/step"
-    assert {"tracking-core/config/launch.json", "tracking-core/config/actor.json"} <= set(job.files)
-    saved = json.loads((job.path / "files" / "tracking-core/config/actor.json").read_text())
+    assert sum(len(r.history) for r in runs) == 2 * STEPS
+    for r in runs:
+        steps = [h["_step"] for h in r.history]
+        assert steps == sorted(steps) == list(range(len(steps)))  # W&B's own step: monotonic
+    assert actor_job.metric_definitions["actor/train/kl"]["step_metric"] == "actor/train/step"
+    assert job.metric_definitions["perf/step_time"]["step_metric"] == "perf/step"
+    assert "tracking-core/config/launch.json" in job.files
+    assert "tracking-core/config/actor.json" in actor_job.files
+    saved = json.loads((actor_job.path / "files" / "tracking-core/config/actor.json").read_text())
     assert saved == json.loads(config_json(changed))
     assert_argv_redacted(job)
     assert_no_secret(wandb_env, runs, SECRET)
@@ -363,8 +373,13 @@ def test_statuses_map_to_exit_codes(wandb_env: Path) -> None:
     failed.finish(status="FAILED")
     # A role writing through the driver's run keeps it open after the driver closed: the run
     # ends when its last user in the process closes, with the driver's status.
-    killed = tracking_core.start_run(None, backends=["wandb"], tracking_dir=wandb_env / "t")
-    actor = tracking_core.attach(killed.handle, role="actor", writer=True, collect=False)
+    # (Writers share W&B runs within one process when delivery runs on its threads.)
+    killed = tracking_core.start_run(
+        None, backends=["wandb"], tracking_dir=wandb_env / "t", delivery="thread"
+    )
+    actor = tracking_core.attach(
+        killed.handle, role="actor", writer=True, collect=False, delivery="thread"
+    )
     actor.log_metrics({"early": 1.0}, step=0, step_key="train/step")
     assert actor.flush()  # attached (attaching is asynchronous) before the driver closes
     killed.finish(status="KILLED")
@@ -437,9 +452,11 @@ cfg = json.loads(os.environ["TEST_CONFIGS"])
 run = tracking_core.start_run(
     {**cfg["launch"], "wandb_key": os.environ["PLANTED"]}, backends=["wandb"],
     tracking_dir=os.environ["TEST_TDIR"], options={"wandb_project": "tc-test"},
+    delivery=os.environ["DRIVER_DELIVERY"],
 )
 inherited = bool(os.environ.get("WANDB_SERVICE"))  # what the children get from this process
-actor = tracking_core.attach(role="actor", writer=True, collect=False, config=cfg["actor"])
+actor = tracking_core.attach(role="actor", writer=True, collect=False, config=cfg["actor"],
+                             delivery=os.environ["DRIVER_DELIVERY"])
 children = [
     subprocess.Popen([sys.executable, os.environ["TEST_CHILD"], role, "--wandb-key",
                       os.environ["PLANTED"]])
@@ -480,7 +497,10 @@ assert not summary.backends["wandb"]["failures"], summary
 
 
 @pytest.mark.slow
-def test_driver_actor_critic_rollout_processes(wandb_env: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("delivery", ["process", "thread"])
+def test_driver_actor_critic_rollout_processes(wandb_env: Path, tmp_path: Path, delivery: str) -> None:
+    """The driver holds the primary and the actor; the critic and the rollout manager are child
+    processes (which deliver from their own delivery processes either way)."""
     script = tmp_path / "driver.py"
     script.write_text(DRIVER)
     child = tmp_path / "child.py"
@@ -495,6 +515,7 @@ def test_driver_actor_critic_rollout_processes(wandb_env: Path, tmp_path: Path) 
         TEST_TDIR=str(tmp_path / "tracking"),
         TEST_CHILD=str(child),
         TEST_STEPS=str(STEPS),
+        DRIVER_DELIVERY=delivery,
     )
     proc = subprocess.run(
         [sys.executable, str(script), "--wandb-key", SECRET],
@@ -507,13 +528,16 @@ def test_driver_actor_critic_rollout_processes(wandb_env: Path, tmp_path: Path) 
     assert proc.returncode == 0, proc.stderr[-6000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert result["codes"] == [0, 0]
-    assert result["inherited_service"]  # the children had to drop the driver's W&B service
+    # With delivery on the driver's threads its W&B service is in its environment, and the
+    # children had to drop it; a driver delivering from a helper process never runs W&B itself.
+    assert result["inherited_service"] == (delivery == "thread")
     assert result["failures"] == [{}, {}]
 
     rid = result["run_id"]
     runs = read_job(tmp_path / "wandb-root", rid)
     by_role = {r.suffix.split("-r")[0] if r.suffix else "primary": r for r in runs}
-    assert sorted(by_role) == ["critic", "primary", "rollout"], [r.path.name for r in runs]
+    roles = ["critic", "primary", "rollout"] if delivery == "thread" else ["actor", "critic", "primary", "rollout"]
+    assert sorted(by_role) == roles, [r.path.name for r in runs]
     assert {r.run_id for r in runs} == {rid}  # one run id: one run once synced
 
     primary, critic, rollout = by_role["primary"], by_role["critic"], by_role["rollout"]
@@ -532,9 +556,10 @@ def test_driver_actor_critic_rollout_processes(wandb_env: Path, tmp_path: Path) 
     assert config["actor/micro_batch_size"] == 2 and config["critic/micro_batch_size"] == 4
 
     # Every history row, exactly once, on its axis.
-    actor_rows = [h for h in primary.history if "actor/train/pg_loss" in h]
+    actor_run = by_role["primary" if delivery == "thread" else "actor"]
+    actor_rows = [h for h in actor_run.history if "actor/train/pg_loss" in h]
     assert [h["actor/train/step"] for h in actor_rows] == list(range(STEPS))
-    assert len(primary.history) == STEPS
+    assert len(actor_run.history) == STEPS
     assert [(h["critic/train/step"], h["critic/train/value_loss"]) for h in critic.history] == [
         (s, pytest.approx(0.5 / (s + 1))) for s in range(STEPS)
     ]
