@@ -1,5 +1,9 @@
 """Dispatch: the caller enqueues; a pump journals; each backend's own worker delivers.
 
+The workers run in the writer's delivery process by default, which follows the journal
+(:mod:`tracking_core.remote`, :mod:`tracking_core.delivery_process`); on threads of the training
+process with ``delivery="thread"``. Either way they are the :class:`BackendWorker` below.
+
 * The training thread only appends a tuple to a deque (about a microsecond; no lock, no I/O).
 * The run's **pump** thread wakes every ``flush_interval`` seconds, converts the values to float,
   appends the rows to the process's journal (so a SIGKILL loses at most one interval) and hands

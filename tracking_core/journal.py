@@ -18,7 +18,8 @@ One JSON-lines file per writing process, under
     the process finished (a primary's status is the run's).
 
 Rows are written by the run's pump thread at most one flush interval after they were logged, so
-a SIGKILL loses at most that interval. A journal whose records every backend acknowledged is
+a SIGKILL loses at most that interval. The delivery process (:class:`JournalReader`) follows the
+file as it grows and appends the acknowledgements. A journal whose records every backend acknowledged is
 deleted at finish; one that is left over is replayed by ``tracking-core sync``.
 """
 

@@ -6,8 +6,10 @@
 * **Uncaught exception**: the primary's run ends FAILED.
 * **SIGTERM**: every open run is finished with status KILLED, then the handler that was installed
   before ours runs (or the default action: the process ends with SIGTERM).
-* **SIGKILL**: nothing runs; the journal holds everything logged up to the last flush interval
-  (0.5 s by default), and ``tracking-core sync`` delivers it.
+* **SIGKILL**: nothing runs here; the journal holds everything logged up to the last flush
+  interval (0.5 s by default). The delivery process (:mod:`tracking_core.remote`) notices, delivers
+  it within the exit timeout and closes the run as KILLED; what is left, ``tracking-core sync``
+  delivers.
 """
 
 from __future__ import annotations

@@ -68,7 +68,8 @@ def add_tracking_options(
     parser: argparse.ArgumentParser | argparse._ArgumentGroup,
     reserved: Mapping[str, str] | None = None,
 ) -> HostParser:
-    """Add ``--tracking-backends``, ``--tracking-dir``, ``--tracking-key-style`` and every option
+    """Add ``--tracking-backends``, ``--tracking-dir``, ``--tracking-key-style``,
+    ``--tracking-delivery`` and every option
     the installed backend plugins ask for, skipping what the host already defines (or will
     define: ``reserved``, option string → dest)."""
     from .plugins import get_plugin_manager
@@ -94,6 +95,16 @@ def add_tracking_options(
         help=(
             "Config key naming: 'default' (launch config unprefixed, <role>/key per role) or "
             "'slime' (slime's own keys: actor unprefixed, critic/ prefixed)."
+        ),
+    )
+    host.add_argument(
+        "--tracking-delivery",
+        default=None,
+        choices=("process", "thread"),
+        help=(
+            "Where the trackers' client code runs: 'process' (a delivery process beside each "
+            "writer, the default where possible) or 'thread' (threads of the training process). "
+            "Default: $TRACKING_CORE_DELIVERY."
         ),
     )
     get_plugin_manager().pm.hook.add_options(parser=host)

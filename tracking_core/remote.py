@@ -62,12 +62,13 @@ class DeliveryUnavailable(TrackingError):
 
 
 def delivery_mode(explicit: str | None, specs: Sequence[BackendSpec], manager: PluginManager, journal: bool) -> str:
-    """``"process"`` or ``"thread"``: ``explicit``, else ``$TRACKING_CORE_DELIVERY``, else
+    """``"process"`` or ``"thread"``: ``explicit`` (``delivery=`` or ``--tracking-delivery``),
+    else ``$TRACKING_CORE_DELIVERY``, else
     process whenever a child can build every selected backend. An explicit ``process`` that
     cannot be honoured is an error that says why."""
     asked = explicit or os.environ.get(DELIVERY_ENV, "").strip().lower() or None
     if asked is not None and asked not in MODES:
-        source = "delivery=" if explicit else f"${DELIVERY_ENV}"
+        source = "delivery= (--tracking-delivery)" if explicit else f"${DELIVERY_ENV}"
         raise ValueError(f"{source} is {asked!r}; use one of: {', '.join(MODES)}")
     if asked == "thread" or not specs:
         return "thread"
@@ -77,7 +78,7 @@ def delivery_mode(explicit: str | None, specs: Sequence[BackendSpec], manager: P
     if asked == "process":
         raise DeliveryUnavailable(
             f"delivery in a helper process was asked for, but {reason}; use delivery='thread' "
-            f"(or {DELIVERY_ENV}=thread)"
+            f"(--tracking-delivery thread, or {DELIVERY_ENV}=thread)"
         )
     log.debug("delivery runs on threads of this process: %s", reason)
     return "thread"

@@ -458,8 +458,9 @@ def start_run(
     and delivered when it comes back (or by ``tracking-core sync``). The handle is saved in the
     run directory and, with ``export``, put in ``$TRACKING_CORE_RUN`` and on
     ``args.tracking_run`` so that child processes can attach. ``delivery`` (``process`` or
-    ``thread``; default ``$TRACKING_CORE_DELIVERY``, else ``process`` where possible) says where
-    the trackers' client code runs: see :mod:`tracking_core.remote`.
+    ``thread``; default ``args.tracking_delivery``, ``$TRACKING_CORE_DELIVERY``, else
+    ``process`` where possible) says where the trackers' client code runs: see
+    :mod:`tracking_core.remote`.
     """
     manager = get_plugin_manager()
     resumed = RunHandle.parse(handle) if handle is not None else None
@@ -497,7 +498,7 @@ def start_run(
         resume=resumed is not None,
         flush_interval=flush_interval,
         journal=journal,
-        delivery=delivery,
+        delivery=delivery or getattr(args, "tracking_delivery", None),
         actions=actions,
     )
     payloads: dict[str, dict[str, Any]] = {}
@@ -618,7 +619,7 @@ def attach(
         resume=False,
         flush_interval=flush_interval,
         journal=journal,
-        delivery=delivery,
+        delivery=delivery or getattr(args, "tracking_delivery", None),
         actions={spec.name: "attach" for spec in specs},
     )
     for spec_name, worker in dispatcher.workers.items():

@@ -149,7 +149,7 @@ def test_thread_delivery_on_request_and_clear_errors(probe: dict[str, str], tmp_
     assert "registered at run time rather than through an entry point" in lines[1]
     assert "delivery='thread'" in lines[1]
     assert lines[2] == "AUTO BackendWorker"
-    assert "delivery= is 'fork'; use one of: process, thread" in lines[3]
+    assert "delivery= (--tracking-delivery) is 'fork'; use one of: process, thread" in lines[3]
 
 
 def test_a_delivery_process_that_cannot_start_falls_back_to_threads(probe: dict[str, str], tmp_path: Path) -> None:
