@@ -129,7 +129,10 @@ class RemoteWorker:
         self.reported_idle = True
         self.rows_written = 0
         self.payload: dict[str, Any] | None = None
-        self.opened: tuple[bool, Any] | None = None
+        #: The child's open/attach outcome: whether it succeeded (with what) and whether its first
+        #: attempt is over; kept until someone registers to hear of it (``watch_open``).
+        self.opened = False
+        self.open_result: Any = None
         self.first = False
         self._earlier_delivered = 0
         self._earlier_failures: Counter[str] = Counter()
@@ -279,16 +282,16 @@ class DeliveryProcess:
         with self._lock:
             worker.payload = payload
             opened, first = worker.opened, worker.first
-        if opened is not None:
-            self._opened(worker, *opened)
+        if opened:
+            self._opened(worker)
         if first:
             self._first(worker)
         return done
 
-    def _opened(self, worker: RemoteWorker, ok: bool, result: Any) -> None:
+    def _opened(self, worker: RemoteWorker) -> None:
         callback = (worker.payload or {}).get("on_success")
-        if ok and callback is not None:
-            callback(result)
+        if callback is not None:
+            callback(worker.open_result)
 
     def _first(self, worker: RemoteWorker) -> None:
         event = (worker.payload or {}).get("first")
@@ -391,12 +394,12 @@ class DeliveryProcess:
             logging.getLogger(event["name"]).log(int(event["level"]), "%s", event["msg"])
         elif kind == "opened" and worker is not None:
             with self._lock:
-                if worker.opened is not None:
+                if worker.opened:
                     return  # attached again after a restart: the run's entry is unchanged
-                worker.opened = (True, event.get("result"))
+                worker.opened, worker.open_result = True, event.get("result")
                 known = worker.payload is not None
             if known:
-                self._opened(worker, True, event.get("result"))
+                self._opened(worker)
         elif kind == "first" and worker is not None:
             with self._lock:
                 worker.first = True
