@@ -7,8 +7,6 @@ import json
 import logging
 import os
 import subprocess
-import sys
-import textwrap
 import time
 import uuid
 from collections.abc import Mapping
@@ -19,6 +17,7 @@ import pytest
 
 import tracking_core
 from tests.helpers.mlflow_server import MlflowServer, free_port, mlflow_server  # noqa: F401
+from tests.helpers.subprocess_python import finish_python, start_python
 from tracking_core import MetricRecord, RunContext
 from tracking_core.config import build_section, mlflow_params
 
@@ -27,31 +26,14 @@ pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _env(**extra: str) -> dict[str, str]:
-    env = dict(os.environ)
-    for name in ("TRACKING_CORE_RUN", "TRACKING_CORE_BACKENDS", "MLFLOW_TRACKING_URI",
-                 "MLFLOW_EXPERIMENT_NAME", "PYTEST_CURRENT_TEST"):
-        env.pop(name, None)
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    env.update(extra)
-    return env
+# run handle, backend selection, MLflow's own settings: none inherited from this process
+DROP = ("TRACKING_CORE_RUN", "TRACKING_CORE_BACKENDS", "MLFLOW_TRACKING_URI",
+        "MLFLOW_EXPERIMENT_NAME", "PYTEST_CURRENT_TEST")
 
 
-def _python(code: str, env: Mapping[str, str], timeout: float = 120) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=dict(env),
-        cwd=REPO,
-    )
-
-
-def _wait(proc: subprocess.Popen[str], timeout: float = 120) -> str:
-    out, err = proc.communicate(timeout=timeout)
-    assert proc.returncode == 0, f"exit {proc.returncode}\n{out}\n{err[-4000:]}"
-    return out
+def _python(code: str, env: Mapping[str, str] | None = None) -> subprocess.Popen[str]:
+    """Start ``code`` in a fresh interpreter, from the repository (also first on the path)."""
+    return start_python(code, env=env, drop=DROP, site=REPO, cwd=REPO)
 
 
 def _client(entry: Mapping[str, Any]) -> Any:
@@ -107,7 +89,7 @@ def test_importing_the_plugin_does_not_import_mlflow() -> None:
         assert "mlflow" not in sys.modules, "importing the plugin imported mlflow"
         print("ok")
     """
-    assert _wait(_python(code, _env())).strip() == "ok"
+    assert finish_python(_python(code)).stdout.strip() == "ok"
 
 
 BLOCK_MLFLOW = '''
@@ -146,8 +128,8 @@ def test_selecting_mlflow_without_mlflow_names_the_extra(tmp_path: Path) -> None
         else:
             raise SystemExit("selecting mlflow did not fail")
     """
-    env = _env(PYTHONPATH=os.pathsep.join([str(site), str(REPO)]))
-    out = _wait(_python(code, env))
+    env = {"PYTHONPATH": os.pathsep.join([str(site), str(REPO)])}
+    out = finish_python(_python(code, env)).stdout
     assert "'mlflow'" in out and 'pip install "tracking-core[mlflow]"' in out, out
 
 
@@ -390,7 +372,7 @@ def test_embedded_store_with_concurrent_writers(tmp_path: Path) -> None:
     db = tmp_path / "mlflow" / "mlflow.db"
     assert entry["tracking_uri"] == f"sqlite:///{db.absolute()}" and db.exists()
     roles = {"actor": 1e-6, "critic": 1e-5, "rollout": 0.0}
-    env = _env(TRACKING_CORE_RUN=run.handle.to_json())
+    env = {"TRACKING_CORE_RUN": run.handle.to_json()}
     procs = {
         role: _python(
             ROLE_WORKER.replace("__ROLE__", repr(role))
@@ -403,7 +385,7 @@ def test_embedded_store_with_concurrent_writers(tmp_path: Path) -> None:
     for step in range(steps):  # the primary writes at the same time
         run.log_metrics({"driver/queue": float(step)}, step=step, step_key="driver/step")
     for proc in procs.values():
-        _wait(proc, 180)
+        finish_python(proc, timeout=180)
     assert run.finish(60).drained
 
     client = _client(entry)
@@ -445,12 +427,12 @@ def test_jobs_creating_one_embedded_store_at_once(tmp_path: Path) -> None:
     run MLflow's migrations and leave a database that nobody can open."""
     procs = [
         _python(
-            PRIMARY.replace("__JOB__", repr(f"job{i}")).replace("__DIR__", repr(str(tmp_path))),
-            _env(),
+            PRIMARY.replace("__JOB__", repr(f"job{i}")).replace("__DIR__", repr(str(tmp_path)))
         )
         for i in range(3)
     ]
-    entries = [json.loads(_wait(p, 180).strip().splitlines()[-1]) for p in procs]
+    outputs = [finish_python(p, timeout=180).stdout for p in procs]
+    entries = [json.loads(out.strip().splitlines()[-1]) for out in outputs]
     assert len({e["run_id"] for e in entries}) == 3
     assert len({e["experiment_id"] for e in entries}) == 1
     client = _client(entries[0])

@@ -9,9 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -20,6 +17,7 @@ import numpy as np
 import pytest
 
 import tracking_core
+from tests.helpers.subprocess_python import run_python
 from tests.helpers.tb_events import hparams_dashboard, read_logdir, read_run
 from tracking_core.config import build_section, config_text, tensorboard_hparams
 
@@ -72,29 +70,13 @@ def as_hparams(values: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def clean_env(**extra: str) -> dict[str, str]:
-    env = dict(os.environ)
-    for name in ("TRACKING_CORE_RUN", "TRACKING_CORE_BACKENDS", "TENSORBOARD_DIR"):
-        env.pop(name, None)
-    env.update(extra)
-    return env
-
-
-def run_python(
-    code: str, env: dict[str, str], timeout: float = 120
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=timeout,
-    )
+# run handle, backend selection and log directory: none inherited from this process
+DROP = ("TRACKING_CORE_RUN", "TRACKING_CORE_BACKENDS", "TENSORBOARD_DIR")
 
 
 @pytest.fixture(autouse=True)
 def _no_inherited_run(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("TRACKING_CORE_RUN", "TRACKING_CORE_BACKENDS", "TENSORBOARD_DIR"):
+    for name in DROP:
         monkeypatch.delenv(name, raising=False)
 
 
@@ -119,9 +101,9 @@ def test_primary_actor_and_critic_process_read_back(tmp_path: Path) -> None:
 
     critic = run_python(
         CRITIC_SCRIPT,
-        clean_env(TRACKING_CORE_RUN=run.handle.to_json(), CRITIC_CONFIG=json.dumps(CRITIC)),
+        env={"TRACKING_CORE_RUN": run.handle.to_json(), "CRITIC_CONFIG": json.dumps(CRITIC)},
+        drop=DROP,
     )
-    assert critic.returncode == 0, critic.stderr
     critic_out = json.loads(critic.stdout.strip().splitlines()[-1])
     assert critic_out["delivered"] == 7
 
@@ -285,8 +267,7 @@ def test_plugin_import_is_cheap(tmp_path: Path) -> None:
     assert not heavy, heavy
     print("ok")
     """
-    result = run_python(code, clean_env())
-    assert result.returncode == 0, result.stderr
+    result = run_python(code, drop=DROP)
     assert result.stdout.strip() == "ok"
 
 
@@ -317,10 +298,6 @@ def test_missing_tensorboardx_names_the_extra(tmp_path: Path) -> None:
     else:
         raise SystemExit("selecting tensorboard without tensorboardX did not fail")
     """
-    env = clean_env(
-        PYTHONPATH=os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))
-    )
-    result = run_python(code, env)
-    assert result.returncode == 0, result.stderr
+    result = run_python(code, site=site, drop=DROP)
     assert 'pip install "tracking-core[tensorboard]"' in result.stdout
     assert "tensorboardX" in result.stdout

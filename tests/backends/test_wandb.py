@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 import tracking_core
+from tests.helpers.subprocess_python import run_python
 from tests.helpers.wandb_offline import (
     W_VARS,
     OfflineRun,
@@ -85,19 +86,6 @@ def assert_argv_redacted(run: OfflineRun) -> None:
 
 
 # -- cheap checks, no W&B run ---------------------------------------------------------------
-def run_python(code: str, env: dict[str, str], timeout: float = 120) -> str:
-    proc = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=timeout,
-        cwd=Path.cwd(),
-    )
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    return proc.stdout
-
-
 def base_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in W_VARS}
     env.update(extra)
@@ -115,9 +103,9 @@ def test_import_does_not_import_wandb() -> None:
         tracking_core.add_tracking_options(argparse.ArgumentParser())
         print("wandb" in specs, "wandb" in sys.modules)
         """,
-        base_env(),
+        drop=W_VARS,
     )
-    assert out.split() == ["True", "False"]
+    assert out.stdout.split() == ["True", "False"]
 
 
 def test_missing_wandb_names_the_extra(tmp_path: Path) -> None:
@@ -138,7 +126,6 @@ def test_missing_wandb_names_the_extra(tmp_path: Path) -> None:
             """
         )
     )
-    pythonpath = os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH")) if p)
     out = run_python(
         f"""
         import tracking_core
@@ -149,8 +136,9 @@ def test_missing_wandb_names_the_extra(tmp_path: Path) -> None:
         else:
             print("no error")
         """,
-        base_env(PYTHONPATH=pythonpath),
-    )
+        site=site,
+        drop=W_VARS,
+    ).stdout
     assert "ERROR:" in out
     assert 'pip install "tracking-core[wandb]"' in out
     assert "'wandb'" in out

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -22,27 +19,6 @@ def make_dist(site: Path, dist: str, entry_points: dict[str, str], modules: dict
     for name, source in modules.items():
         (site / f"{name}.py").write_text(textwrap.dedent(source))
     return info
-
-
-def run_python(code: str, *, site: Path | None = None, env: dict[str, str] | None = None,
-               cwd: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """Run ``code`` in a fresh interpreter (with ``site`` on the path), failing loudly."""
-    full_env = dict(os.environ)
-    full_env.pop("TRACKING_CORE_RUN", None)
-    full_env.pop("TRACKING_CORE_BACKENDS", None)
-    if site is not None:
-        full_env["PYTHONPATH"] = os.pathsep.join(
-            [str(site), full_env.get("PYTHONPATH", "")]
-        ).rstrip(os.pathsep)
-    full_env.update(env or {})
-    return subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        capture_output=True,
-        text=True,
-        env=full_env,
-        cwd=cwd,
-        timeout=timeout,
-    )
 
 
 @pytest.fixture

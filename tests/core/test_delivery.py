@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.core.conftest import make_dist, run_python
+from tests.core.conftest import make_dist
+from tests.helpers.subprocess_python import run_python
 
 
 def test_exit_without_finish_still_delivers(tmp_path: Path) -> None:
@@ -20,7 +21,6 @@ def test_exit_without_finish_still_delivers(tmp_path: Path) -> None:
         # no finish(): the interpreter exits normally
         """
     )
-    assert out.returncode == 0, out.stderr
     run_id = out.stdout.strip()
     lines = [
         json.loads(line)
@@ -40,7 +40,8 @@ def test_uncaught_exception_marks_the_run_failed(tmp_path: Path) -> None:
         run = tracking_core.start_run(backends=["jsonl"], tracking_dir={str(tmp_path)!r})
         print(run.run_id, flush=True)
         raise SystemError("training blew up")
-        """
+        """,
+        check=False,
     )
     assert out.returncode == 1 and "training blew up" in out.stderr
     run_id = out.stdout.strip()
@@ -83,7 +84,6 @@ def test_a_failing_backend_never_reaches_the_caller_or_the_others(site: Path, tm
         """,
         site=site,
     )
-    assert out.returncode == 0, out.stderr
     run_id, described = out.stdout.strip().splitlines()
     assert "jsonl: 200 records delivered" in described
     assert "failing: 0 records delivered, 200 NOT delivered, failures: log_metrics: ConnectionError x" in described
@@ -109,6 +109,5 @@ def test_a_run_nobody_holds_is_still_delivered_at_exit(tmp_path: Path) -> None:
         print(run.run_id)
         """
     )
-    assert out.returncode == 0, out.stderr
     actor = (tmp_path / "jsonl" / out.stdout.strip() / "actor.jsonl").read_text()
     assert actor.count('"type": "metric"') == 50

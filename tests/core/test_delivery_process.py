@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.core.conftest import make_dist, run_python
+from tests.core.conftest import make_dist
+from tests.helpers.subprocess_python import run_python
 from tests.helpers.tb_events import read_run
 
 # A backend installed as a real distribution (so a new interpreter finds it), recording where
@@ -88,7 +89,6 @@ def test_trackers_run_in_a_delivery_process(probe: dict[str, str], tmp_path: Pat
         """,
         env=probe,
     )
-    assert out.returncode == 0, out.stderr
     first, second = out.stdout.splitlines()
     training = int(first.split()[0])
     assert first.split()[1:] == ["0", "True"]  # the primary logged no metric itself
@@ -142,7 +142,6 @@ def test_thread_delivery_on_request_and_clear_errors(probe: dict[str, str], tmp_
         """,
         env=probe,
     )
-    assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     training = int(lines[0])
     assert {c["pid"] for c in _calls(probe) if "pid" in c} == {training}
@@ -164,7 +163,6 @@ def test_a_delivery_process_that_cannot_start_falls_back_to_threads(probe: dict[
         """,
         env=probe,
     )
-    assert out.returncode == 0, out.stderr
     assert "delivering on threads of this process instead" in out.stderr
     assert {c["pid"] for c in _calls(probe) if "pid" in c} == {int(out.stdout)}
 
@@ -184,7 +182,6 @@ def test_warnings_of_the_delivery_process_go_through_the_training_process_loggin
         """,
         env={**probe, "PROBE_FAIL_ONCE": "1"},
     )
-    assert out.returncode == 0, out.stderr
     assert (
         "TRAINING-LOG tracking_core.dispatch: backend 'probe' failed in log_metrics "
         "(ConnectionResetError: probe tracker hiccup)" in out.stderr
@@ -218,7 +215,6 @@ KILL_HELPERS = """
 @pytest.mark.slow
 def test_a_killed_delivery_process_is_started_again_and_resumes(probe: dict[str, str], tmp_path: Path) -> None:
     out = run_python(KILL_HELPERS.format(tracking_dir=str(tmp_path), kills=2), env=probe)
-    assert out.returncode == 0, out.stderr
     assert out.stderr.count("delivery process ended unexpectedly") == 2
     assert "starting it again (2 of 3): it resumes from the journal" in out.stderr
     assert out.stdout.startswith("run FINISHED; probe: 400 records delivered") and "sync" not in out.stdout
@@ -231,7 +227,6 @@ def test_a_killed_delivery_process_is_started_again_and_resumes(probe: dict[str,
 @pytest.mark.slow
 def test_a_delivery_process_that_keeps_dying_leaves_the_rest_to_sync(probe: dict[str, str], tmp_path: Path) -> None:
     out = run_python(KILL_HELPERS.format(tracking_dir=str(tmp_path), kills=4), env=probe)
-    assert out.returncode == 0, out.stderr
     assert "ended unexpectedly (exit code -9) after 3 restarts" in out.stderr
     assert "run `tracking-core sync`" in out.stdout
     before = _metric_counts(_calls(probe))

@@ -3,11 +3,9 @@ down for the whole run then `tracking-core sync`, SIGTERM, an uncaught exception
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -15,16 +13,19 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.mlflow_server import MlflowServer, free_port
+from tests.helpers.subprocess_python import python_env, start_python
 
 pytest.importorskip("mlflow")
 
 KEYS = ("loss", "reward")
 
 
-def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("TRACKING_CORE_", "MLFLOW_"))}
-    env.update(extra)
-    return env
+# nothing of the test process's run or MLflow settings reaches the job or `tracking-core sync`
+DROP = ("TRACKING_CORE_*", "MLFLOW_*")
+
+
+def _env() -> dict[str, str]:
+    return python_env(drop=DROP)
 
 
 def _history(uri: str, run_id: str, key: str) -> list[tuple[int, float]]:
@@ -57,13 +58,11 @@ JOB = """
 
 
 def _start_job(tmp: Path, uri: str, steps: int, sleep: float, end: str = "") -> subprocess.Popen[str]:
-    code = textwrap.dedent(JOB.format(steps=steps, sleep=sleep, end=end))
-    return subprocess.Popen(
-        [sys.executable, "-c", code, str(tmp / "td"), uri],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=_env(TRACKING_CORE_EXIT_TIMEOUT="20"),
+    return start_python(
+        JOB.format(steps=steps, sleep=sleep, end=end),
+        args=[tmp / "td", uri],
+        env={"TRACKING_CORE_EXIT_TIMEOUT": "20"},
+        drop=DROP,
     )
 
 

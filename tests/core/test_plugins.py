@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.core.conftest import make_dist, run_python
+from tests.core.conftest import make_dist
+from tests.helpers.subprocess_python import run_python
 
 ACME = """
     import json, os
@@ -61,7 +62,6 @@ def test_hook_register_backends_third_party_dist_is_listed_and_selected(site: Pa
         site=site,
         env={"ACME_LOG": str(log)},
     )
-    assert listing.returncode == 0, listing.stderr
     plugins = {p["name"]: p for p in json.loads(listing.stdout)}
     assert plugins["acme"]["distribution"] == "acme-tracking"
     assert plugins["acme"]["version"] == "1.0"
@@ -70,7 +70,7 @@ def test_hook_register_backends_third_party_dist_is_listed_and_selected(site: Pa
     assert "collect_config" in plugins["acme"]["hooks"]
     assert plugins["jsonl"]["error"] is None
 
-    job = run_python(
+    run_python(
         f"""
         import argparse, tracking_core
         parser = argparse.ArgumentParser()
@@ -88,7 +88,6 @@ def test_hook_register_backends_third_party_dist_is_listed_and_selected(site: Pa
         site=site,
         env={"ACME_LOG": str(log)},
     )
-    assert job.returncode == 0, job.stderr
     events = [json.loads(line) for line in log.read_text().splitlines()]
     kinds = [e["event"] for e in events]
     assert kinds[0] == "open" and kinds.count("attach") == 1 and kinds.count("close") == 2
@@ -125,7 +124,6 @@ def test_broken_plugin_is_listed_others_keep_working(site: Path, tmp_path: Path)
         },
     )
     listing = run_python("from tracking_core.cli import main; main(['plugins', '--json'])", site=site)
-    assert listing.returncode == 0, listing.stderr
     plugins = {p["name"]: p for p in json.loads(listing.stdout)}
     assert "RuntimeError: boom at import" in plugins["broken"]["error"]
     assert plugins["broken"]["distribution"] == "broken-tracking"
@@ -133,7 +131,7 @@ def test_broken_plugin_is_listed_others_keep_working(site: Path, tmp_path: Path)
     assert plugins["jsonl"]["error"] is None and plugins["jsonl"]["backends"] == ["jsonl"]
 
     text = run_python("from tracking_core.cli import main; main(['plugins'])", site=site)
-    assert text.returncode == 0 and "FAILED" in text.stdout and "boom at import" in text.stdout
+    assert "FAILED" in text.stdout and "boom at import" in text.stdout
 
     selecting = run_python(
         f"""
@@ -148,7 +146,6 @@ def test_broken_plugin_is_listed_others_keep_working(site: Path, tmp_path: Path)
         """,
         site=site,
     )
-    assert selecting.returncode == 0, selecting.stderr
     assert "ERROR: tracking backend 'broken' comes from plugin 'broken'" in selecting.stdout
     assert "boom at import" in selecting.stdout
     assert "jsonl still works" in selecting.stdout
@@ -172,7 +169,6 @@ def test_disabled_plugin_is_never_imported(site: Path, tmp_path: Path) -> None:
         site=site,
         env={"TRACKING_CORE_DISABLE_PLUGINS": "noisy, other"},
     )
-    assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout) == {"disabled": True, "loaded": False}
     assert not marker.exists()
     # without the variable it is imported: the marker proves the check above can fail
@@ -196,5 +192,4 @@ def test_import_and_plugin_listing_import_no_tracker_library() -> None:
         print(after_import, after_cli)
         """
     )
-    assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[] []"

@@ -12,7 +12,6 @@ import argparse
 import json
 import os
 import pickle
-import subprocess
 import sys
 import textwrap
 from collections.abc import Iterator
@@ -23,6 +22,7 @@ from tracking_jsonl.reader import read_run
 
 from slime_integration import install as installer
 from slime_integration import tracking
+from tests.helpers.subprocess_python import run_python
 from tracking_core.handle import RUN_ENV
 
 STAND_IN = Path(__file__).resolve().parent / "stand_in"
@@ -172,22 +172,20 @@ print(json.dumps({"patched": patched, "original_calls": logging_utils.ORIGINAL_C
 """
 
 
-def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("TRACKING_CORE_", "WANDB_"))}
-    env["PYTHONPATH"] = str(STAND_IN)
-    env.update(extra)
-    return env
+# nothing of the test process's run or W&B settings reaches the job's processes
+DROP = ("TRACKING_CORE_*", "WANDB_*")
 
 
 @pytest.mark.slow
 def test_a_child_process_of_the_driver_uses_the_drop_ins(tmp_path: Path) -> None:
     """The driver installs; its child (slime's rollout manager here) starts a fresh interpreter,
     imports slime, attaches through slime's own call site and logs into the driver's run."""
-    proc = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(DRIVER), str(tmp_path), textwrap.dedent(CHILD)],
-        capture_output=True, text=True, env=_env(), timeout=120,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    proc = run_python(
+        DRIVER,
+        args=[tmp_path, textwrap.dedent(CHILD)],
+        env={"PYTHONPATH": str(STAND_IN)},
+        drop=DROP,
+    )
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["driver"] is True
     assert out["child_rc"] == 0, out["child_err"]
@@ -224,9 +222,8 @@ def test_bootstrap_activates_only_when_asked_and_runs_the_shadowed_sitecustomize
     other.mkdir()
     (other / "sitecustomize.py").write_text("import sys\nsys.shadowed_sitecustomize_ran = True\n")
     path = os.pathsep.join([str(installer.BOOTSTRAP_DIR), str(other), str(STAND_IN)])
-    env = _env(PYTHONPATH=path, **({installer.ENV_VAR: "1"} if requested else {}))
-    proc = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, env=env, timeout=60)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    env = {"PYTHONPATH": path, **({installer.ENV_VAR: "1"} if requested else {})}
+    proc = run_python(PROBE, env=env, drop=DROP, timeout=60)
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     expected = "slime_integration.tracking" if requested else "slime.observability.logging_utils"
     assert (out["module"], out["actor"], out["shadowed"]) == (expected, expected, True)
