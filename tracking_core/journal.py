@@ -16,6 +16,8 @@ One JSON-lines file per writing process, under
     ``backend`` acknowledged config ``n`` (``"close"`` for the end of the run).
 ``{"t": "end", "status": "FINISHED"}``
     the process finished (a primary's status is the run's).
+``{"t": "delivery", "pid": n}``
+    a delivery process (:mod:`tracking_core.remote`) was started for this journal.
 
 Rows are written by the run's pump thread at most one flush interval after they were logged, so
 a SIGKILL loses at most that interval. The delivery process (:class:`JournalReader`) follows the
@@ -71,6 +73,28 @@ def locked_by_live_process(path: Path) -> bool:
             return True
         fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
     return False
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def claim(path: Path) -> int | None:
+    """Take the journal's lock for a replay: the descriptor holding it (close it to let go), or
+    None while another process holds it (its writer, a delivery process, another sync)."""
+    fd = os.open(path, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd
 
 
 def section_to_dict(section: ConfigSection) -> dict[str, Any]:
@@ -275,6 +299,7 @@ class JournalState:
     acked: dict[str, int] = field(default_factory=dict)
     config_acked: dict[str, set[Any]] = field(default_factory=dict)
     status: str | None = None
+    delivery_pids: list[int] = field(default_factory=list)
 
     @property
     def backends(self) -> list[str]:
@@ -323,6 +348,8 @@ def read_journal(path: Path) -> JournalState:
                 state.meta = obj
             elif kind == "end":
                 state.status = obj.get("status")
+            elif kind == "delivery":
+                state.delivery_pids.append(int(obj["pid"]))
     return state
 
 

@@ -202,12 +202,14 @@ class DeliveryProcess:
         setup: Callable[[Mapping[str, str]], dict[str, Any]],
         actions: Mapping[str, str],
         start_timeout: float = START_TIMEOUT,
+        on_spawn: Callable[[int], None] | None = None,
     ) -> None:
         self.workers = {name: RemoteWorker(name, self) for name in actions}
         self.rows_seen = 0
         self.alive_or_done = True
         self.restarts = 0
         self._setup = setup
+        self._on_spawn = on_spawn
         self._actions = dict(actions)
         self._ids = itertools.count(1)
         self._waiting: dict[int, tuple[threading.Event, dict[str, Any]]] = {}
@@ -243,6 +245,8 @@ class DeliveryProcess:
                 return
             self.proc = proc
             self._in: IO[bytes] = proc.stdin
+        if self._on_spawn is not None:
+            self._on_spawn(proc.pid)
         self._reader = threading.Thread(
             target=self._read, args=(proc,), name="tracking-core-delivery-reader", daemon=True
         )
@@ -420,9 +424,11 @@ def start_delivery_process(
     actions: Mapping[str, str],
     flush_interval: float,
     exit_timeout: float,
+    on_spawn: Callable[[int], None] | None = None,
 ) -> DeliveryProcess:
     """Start the child for one writing process: it builds ``specs`` with ``contexts``, runs
-    ``actions`` (``open`` or ``attach`` per backend) and then follows ``journal``."""
+    ``actions`` (``open`` or ``attach`` per backend) and then follows ``journal``;
+    ``on_spawn`` hears the pid of every child started (the first and any restarted one)."""
 
     def setup(current: Mapping[str, str]) -> dict[str, Any]:
         return {
@@ -439,4 +445,6 @@ def start_delivery_process(
             ],
         }
 
-    return DeliveryProcess(setup, {s.name: actions.get(s.name, "attach") for s in specs})
+    return DeliveryProcess(
+        setup, {s.name: actions.get(s.name, "attach") for s in specs}, on_spawn=on_spawn
+    )

@@ -392,6 +392,8 @@ def _build(
                 actions=actions,
                 flush_interval=flush_interval,
                 exit_timeout=lifecycle.exit_timeout(),
+                # `tracking-core sync` waits for a delivery process finishing a dead writer's journal
+                on_spawn=lambda pid: journal_obj.write_lines([{"t": "delivery", "pid": pid}]),
             ).workers
         except DeliveryUnavailable as exc:
             log.warning("%s; delivering on threads of this process instead", exc)

@@ -3,8 +3,10 @@
 Each journal says which records and configs every backend acknowledged; sync sends each backend
 only what it lacks, appends the acknowledgements to the journal (so a second sync adds nothing)
 and removes journals that are complete. A run that never reached a backend (its entry in the run
-handle is ``pending``) is opened there first, once, and the saved handle is updated. Journals still
-held by a live process (a file lock) are left alone.
+handle is ``pending``) is opened there first, once, and the saved handle is updated. Sync holds
+each journal's lock while it replays it. A journal whose writing process still runs is left
+alone; one whose writer is gone while its delivery process still delivers it (after a SIGKILL) is
+waited for, at most that process's exit timeout and a little more.
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ from __future__ import annotations
 import json
 import logging
 import os
+import socket
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -22,16 +26,21 @@ from .dispatch import MAX_BATCH, expand
 from .handle import HANDLE_FILE, RunHandle
 from .journal import (
     JournalState,
+    claim,
     find_journals,
-    locked_by_live_process,
+    pid_alive,
     read_journal,
     section_from_dict,
 )
+from .lifecycle import exit_timeout
 from .plugins import get_plugin_manager
 from .records import RunStatus
 from .slots import BackendSlot
 
 log = logging.getLogger("tracking_core.sync")
+
+#: Beyond its exit timeout, how long a delivery process finishing a dead writer's journal is waited for.
+DELIVERY_GRACE = 15.0
 
 
 @dataclass
@@ -117,18 +126,65 @@ def sync(path: str | os.PathLike[str], *, stream: TextIO | None = sys.stderr) ->
     report = SyncReport()
     manager = get_plugin_manager()
     states: list[JournalState] = []
-    for file in find_journals(Path(path)):
-        if locked_by_live_process(file):
-            report.skipped_live.append(str(file))
-            continue
-        try:
-            state = read_journal(file)
-        except (OSError, ValueError) as exc:
-            report.errors.append(f"{file}: unreadable journal ({exc})")
-            continue
-        if not state.meta:
-            continue
-        states.append(state)
+    held: list[int] = []
+    try:
+        for file in find_journals(Path(path)):
+            fd = _claim(file, stream)
+            if fd is None:
+                report.skipped_live.append(str(file))
+                continue
+            held.append(fd)
+            try:
+                state = read_journal(file)
+            except (OSError, ValueError) as exc:
+                report.errors.append(f"{file}: unreadable journal ({exc})")
+                continue
+            if state.meta:
+                states.append(state)
+        _replay(states, manager, report, stream)
+    finally:
+        for fd in held:
+            os.close(fd)
+    return report
+
+
+def _claim(file: Path, stream: TextIO | None) -> int | None:
+    """Hold the journal's lock for the replay. A journal whose writer is gone but whose delivery
+    process still delivers it (after a SIGKILL) is waited for, as long as that process may take;
+    one whose writer still runs is left alone."""
+    try:
+        fd = claim(file)
+    except OSError:
+        return None
+    if fd is not None:
+        return fd
+    try:
+        state = read_journal(file)
+    except (OSError, ValueError):
+        return None
+    writer = state.meta.get("pid")
+    same_host = state.meta.get("host") == socket.gethostname()
+    if not same_host or writer is None or pid_alive(int(writer)):
+        return None
+    helper = state.delivery_pids[-1] if state.delivery_pids else None
+    if helper is None or not pid_alive(helper):
+        return None
+    wait = exit_timeout() + DELIVERY_GRACE
+    if stream is not None:
+        stream.write(
+            f"waiting up to {wait:.0f} s for delivery process {helper} to finish {file.name} "
+            f"(its training process {writer} is gone)\n"
+        )
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        time.sleep(0.2)
+        fd = claim(file) if file.exists() else None
+        if fd is not None or not file.exists():
+            return fd
+    return None
+
+
+def _replay(states: list[JournalState], manager: Any, report: SyncReport, stream: TextIO | None) -> None:
     # The primary's journal first: it may have to open the run that the others attach to.
     states.sort(key=lambda s: (not s.meta.get("primary"), str(s.path)))
     total = sum(
@@ -150,7 +206,6 @@ def sync(path: str | os.PathLike[str], *, stream: TextIO | None = sys.stderr) ->
             state.path.unlink()
             report.removed.append(str(state.path))
     progress.close()
-    return report
 
 
 def _sync_backend(
