@@ -63,8 +63,10 @@ def main() -> None:
         "python benchmarks/bench_demo.py",
         ["exit code", "wall time", "peak RSS, whole process tree", "peak RSS, largest process"],
         [[proc.returncode, f"{wall:.0f} s", f"{peak_total / 1024:,.0f} MiB", f"{peak_one / 1024:,.0f} MiB"]],
-        "Goal: ≤ 3 minutes wall on 2 cores. The tree is the driver, two torchrun launchers and "
-        "four ranks; each rank imports torch and megatron-core.",
+        "Goal: ≤ 3 minutes wall on 2 cores. The tree is the driver, two torchrun launchers, "
+        "four ranks (each imports torch and megatron-core) and a delivery process for each of "
+        "the three writers (the driver, the actor's and the critic's writer ranks), which runs "
+        "the trackers' client code.",
     ))
 
 

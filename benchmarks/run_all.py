@@ -25,7 +25,7 @@ BENCHMARKS = [
     ("bench_config.py", ["--repeat", "50"], ["--repeat", "5"]),
     ("bench_caller.py", [], ["--calls", "300", "--slow-calls", "50"]),
     ("bench_delivery.py", [], ["--rows", "200", "--per-call", "50"]),
-    ("bench_loop.py", ["--seconds", "5", "--rounds", "6"], ["--seconds", "3", "--rounds", "1"]),
+    ("bench_loop.py", [], ["--seconds", "2", "--rounds", "1"]),
     ("bench_demo.py", [], []),
 ]
 

@@ -30,7 +30,7 @@ from typing import IO, Any
 
 from .context import RunContext
 from .dispatch import BackendWorker, local_workers
-from .handle import RunHandle
+from .handle import RunHandle, attach_arguments
 from .journal import JournalReader, read_journal, row_from_obj, section_from_dict
 from .plugins import get_plugin_manager
 from .records import RunStatus
@@ -114,8 +114,6 @@ class Delivery:
         return {name: set(state.config_acked.get(name, ())) for name in self.workers}
 
     def _start(self, name: str, action: str) -> None:
-        from .runs import _attach_kwargs
-
         channel = self.channel
 
         class First(threading.Event):
@@ -127,7 +125,7 @@ class Delivery:
         payload: dict[str, Any] = {
             "first": First(),
             "on_success": lambda result: channel.send({"ev": "opened", "b": name, "result": result}),
-            "kwargs": _attach_kwargs(self.handle, name) if action == "attach" else dict,
+            "kwargs": attach_arguments(self.handle, name) if action == "attach" else dict,
         }
         self.workers[name].submit(action, payload)
 

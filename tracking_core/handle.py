@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -94,3 +94,25 @@ def find_handle(handle: Any = None, args: Any = None) -> RunHandle | None:
         if value:
             return RunHandle.parse(value)
     return None
+
+
+def attach_arguments(handle: RunHandle, name: str) -> Callable[[], dict[str, Any]]:
+    """The ``attach_run`` arguments for backend ``name``, re-reading the saved handle while the
+    primary has not been able to open the run there yet (its entry is ``{"pending": true}``)."""
+
+    def kwargs() -> dict[str, Any]:
+        entry = handle.backends.get(name) or {}
+        if entry.get("pending"):
+            try:
+                entry = RunHandle.parse(handle.run_dir).backends.get(name) or {}
+            except ValueError:
+                entry = {"pending": True}
+            if entry.get("pending"):
+                raise RuntimeError(
+                    f"the run is not open in {name!r} yet (the primary could not reach it); "
+                    "records are kept in the journal meanwhile"
+                )
+            handle.backends[name] = entry
+        return {"attach": entry}
+
+    return kwargs

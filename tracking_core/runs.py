@@ -31,7 +31,7 @@ from . import options as opts
 from .collectors import merge_collected
 from .context import RunContext
 from .dispatch import DEFAULT_FLUSH_INTERVAL, Dispatcher, local_workers
-from .handle import ARGS_ATTR, RUN_ENV, RunHandle, find_handle
+from .handle import ARGS_ATTR, RUN_ENV, RunHandle, attach_arguments, find_handle
 from .journal import JOURNAL_DIR, Journal
 from .plugins import PluginManager, get_plugin_manager
 from .records import ConfigSection, RunStatus
@@ -411,28 +411,6 @@ def _build(
     return slots, dispatcher, journal_obj
 
 
-def _attach_kwargs(handle: RunHandle, name: str) -> Any:
-    """The ``attach_run`` arguments for backend ``name``, re-reading the saved handle while the
-    primary has not been able to open the run there yet (its entry is ``{"pending": true}``)."""
-
-    def kwargs() -> dict[str, Any]:
-        entry = handle.backends.get(name) or {}
-        if entry.get("pending"):
-            try:
-                entry = RunHandle.parse(handle.run_dir).backends.get(name) or {}
-            except ValueError:
-                entry = {"pending": True}
-            if entry.get("pending"):
-                raise RuntimeError(
-                    f"the run is not open in {name!r} yet (the primary could not reach it); "
-                    "records are kept in the journal meanwhile"
-                )
-            handle.backends[name] = entry
-        return {"attach": entry}
-
-    return kwargs
-
-
 def start_run(
     config: Any = None,
     *,
@@ -523,7 +501,7 @@ def start_run(
         payload: dict[str, Any] = {"first": threading.Event(), "on_success": on_success}
         payloads[spec_name] = payload  # before the worker can call on_success
         if actions[spec_name] == "attach":
-            payload["kwargs"] = _attach_kwargs(run_handle, spec_name)
+            payload["kwargs"] = attach_arguments(run_handle, spec_name)
         else:
             payload["kwargs"] = dict
         worker.submit(actions[spec_name], payload)
@@ -625,7 +603,7 @@ def attach(
         actions={spec.name: "attach" for spec in specs},
     )
     for spec_name, worker in dispatcher.workers.items():
-        worker.submit("attach", {"kwargs": _attach_kwargs(run_handle, spec_name)})
+        worker.submit("attach", {"kwargs": attach_arguments(run_handle, spec_name)})
     run = Run(
         run_handle,
         primary=False,
