@@ -112,7 +112,24 @@ def section_from_dict(data: Mapping[str, Any]) -> ConfigSection:
     )
 
 
-class Journal:
+class _Acknowledging:
+    """The lines every process that delivers a journal appends to it (its writer with thread
+    delivery, the delivery process, ``tracking-core sync``), each batch in one ``write_lines``."""
+
+    def write_lines(self, objs: list[Mapping[str, Any]]) -> Any:
+        raise NotImplementedError
+
+    def ack(self, backend: str, seq: int) -> None:
+        self.write_lines([{"t": "ack", "b": backend, "s": seq}])
+
+    def ack_config(self, backend: str, config_id: int | str) -> None:
+        self.write_lines([{"t": "cack", "b": backend, "id": config_id}])
+
+    def end(self, status: str) -> None:
+        self.write_lines([{"t": "end", "status": status, "ts": time.time()}])
+
+
+class Journal(_Acknowledging):
     """Append-only, one ``os.write`` per batch of lines, safe to call from several threads."""
 
     def __init__(self, path: Path, meta: Mapping[str, Any]) -> None:
@@ -161,15 +178,6 @@ class Journal:
         self.write_lines([{"t": "config", "id": config_id, "section": section_to_dict(section)}])
         return config_id
 
-    def ack(self, backend: str, seq: int) -> None:
-        self.write_lines([{"t": "ack", "b": backend, "s": seq}])
-
-    def ack_config(self, backend: str, config_id: int | str) -> None:
-        self.write_lines([{"t": "cack", "b": backend, "id": config_id}])
-
-    def end(self, status: str) -> None:
-        self.write_lines([{"t": "end", "status": status, "ts": time.time()}])
-
     def read_rows_from(self, offset: int, limit: int) -> tuple[list[tuple], int, bool]:
         """Rows written at or after byte ``offset`` (at most ``limit``), the offset after the
         last one read, and whether the end of the journal was reached."""
@@ -208,7 +216,7 @@ def read_rows(path: Path, offset: int, end: int, limit: int) -> tuple[list[tuple
     return rows, position, position >= end
 
 
-class JournalReader:
+class JournalReader(_Acknowledging):
     """Another process's journal, followed as it grows (the delivery process reads the training
     process's journal this way) and acknowledged into: acknowledgements are appended to the same
     file, each line in one ``os.write`` on an ``O_APPEND`` descriptor, so they never interleave
@@ -242,15 +250,6 @@ class JournalReader:
         with self._lock:
             if not self.closed:
                 os.write(self._fd, data)
-
-    def ack(self, backend: str, seq: int) -> None:
-        self.write_lines([{"t": "ack", "b": backend, "s": seq}])
-
-    def ack_config(self, backend: str, config_id: int | str) -> None:
-        self.write_lines([{"t": "cack", "b": backend, "id": config_id}])
-
-    def end(self, status: str) -> None:
-        self.write_lines([{"t": "end", "status": status, "ts": time.time()}])
 
     def read_rows_from(self, offset: int, limit: int) -> tuple[list[tuple], int, bool]:
         return read_rows(self.path, offset, self.size, limit)

@@ -25,6 +25,7 @@ from .context import RunContext
 from .dispatch import MAX_BATCH, expand
 from .handle import HANDLE_FILE, RunHandle
 from .journal import (
+    JournalReader,
     JournalState,
     claim,
     find_journals,
@@ -75,15 +76,6 @@ class _Progress:
     def close(self) -> None:
         if self.stream is not None and self.total:
             self.stream.write("\n")
-
-
-def _append(path: Path, objs: list[dict[str, Any]]) -> None:
-    data = "".join(json.dumps(o, separators=(",", ":")) + "\n" for o in objs).encode()
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND)
-    try:
-        os.write(fd, data)
-    finally:
-        os.close(fd)
 
 
 def _handle_for(state: JournalState) -> RunHandle:
@@ -243,11 +235,12 @@ def _sync_backend(
     if slot is None:
         slot = BackendSlot(spec, _context(state, handle, backend, primary=is_primary), manager)
         slot.call("attach_run", run=slot.context, attach=entry)
+    acks = JournalReader(state.path)
     try:
         for config_id, section in configs:
             data = section_from_dict(section)
             slot.call("log_config", config=data, role=data.role, run=slot.context)
-            _append(state.path, [{"t": "cack", "b": backend, "id": config_id}])
+            acks.ack_config(backend, config_id)
             report.configs += 1
         prefix = state.meta.get("prefix", "")
         role = state.meta.get("role")
@@ -256,12 +249,13 @@ def _sync_backend(
         for start in range(0, len(records), size):
             batch = records[start : start + size]
             slot.call("log_metrics", records=batch, run=slot.context)
-            _append(state.path, [{"t": "ack", "b": backend, "s": batch[-1].seq}])
+            acks.ack(backend, batch[-1].seq)
             report.records += len(batch)
             progress.advance(len(batch), f"{backend} {state.path.name}")
         status = RunStatus(state.status) if state.status else RunStatus.KILLED
         slot.call("close_run", status=status if is_primary else RunStatus.FINISHED, run=slot.context)
         if close:
-            _append(state.path, [{"t": "cack", "b": backend, "id": "close"}])
+            acks.ack_config(backend, "close")
     finally:
+        acks.close()
         slot.release()
