@@ -17,12 +17,12 @@ from .hookspecs import PROJECT
 hookimpl = pluggy.HookimplMarker(PROJECT)
 
 from .context import RunContext  # noqa: E402
+from .delivery.modes import DeliveryUnavailable  # noqa: E402
 from .errors import BackendUnavailable, PluginLoadError, TrackingError, UnknownBackend  # noqa: E402
 from .handle import RUN_ENV, RunHandle  # noqa: E402
 from .options import HostParser, add_tracking_options  # noqa: E402
 from .plugins import get_plugin_manager  # noqa: E402
 from .records import ConfigSection, MetricRecord, RunStatus  # noqa: E402
-from .remote import DeliveryUnavailable  # noqa: E402
 from .runs import FinishSummary, NullRun, Run, attach, start_run  # noqa: E402
 
 __version__ = "0.1.0"

@@ -17,7 +17,7 @@ class RunContext:
     ``role`` is None in the primary (the driver) and names the role in a secondary;
     ``label`` is unique per writing process (``actor-r0-p1234``), for trackers that need one;
     ``pid`` is that process's id (a tracker's process monitor should watch it: the backend itself
-    may run in a delivery process, see :mod:`tracking_core.remote`).
+    may run in a delivery process, see :mod:`tracking_core.delivery`).
     ``options`` holds the option values the host parsed (argparse ``dest`` → value); read them with
     :meth:`option`, which falls back to the tracker's usual environment variable.
     ``tracking_dir`` is where everything local goes: each backend keeps its files in

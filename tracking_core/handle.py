@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,9 +19,14 @@ ARGS_ATTR = "tracking_run"
 HANDLE_FILE = "handle.json"
 
 
+EXAMPLE = '{"run_id": "20261201-101500-1a2b3c", "name": "...", "tracking_dir": "/abs/tracking-runs", "backends": {"mlflow": {...}}}'
+
+
 @dataclass
 class RunHandle:
-    """``backends`` maps each backend of the run to what ``attach_run`` needs (its open result)."""
+    """``backends`` maps each backend of the run to what ``attach_run`` needs: its target (where
+    the run goes, known at start) until the primary has opened it there, then its open result.
+    ``pending`` names the backends the primary has not opened the run in yet."""
 
     run_id: str
     name: str
@@ -29,7 +34,8 @@ class RunHandle:
     key_style: str = "default"
     backends: dict[str, dict[str, Any]] = field(default_factory=dict)
     options: dict[str, Any] = field(default_factory=dict)
-    version: int = 1
+    pending: list[str] = field(default_factory=list)
+    version: int = 2
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
@@ -37,19 +43,28 @@ class RunHandle:
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> RunHandle:
         try:
+            backends = {str(k): dict(v) for k, v in dict(data.get("backends") or {}).items()}
+            pending = [str(p) for p in data.get("pending") or []]
+            for name, entry in backends.items():  # a handle written before targets existed
+                if entry.get("pending") is True:
+                    entry.pop("pending")
+                    if name not in pending:
+                        pending.append(name)
             return cls(
                 run_id=str(data["run_id"]),
                 name=str(data.get("name") or data["run_id"]),
                 tracking_dir=str(data["tracking_dir"]),
                 key_style=str(data.get("key_style") or "default"),
-                backends={str(k): dict(v) for k, v in dict(data.get("backends") or {}).items()},
+                backends=backends,
                 options=dict(data.get("options") or {}),
-                version=int(data.get("version", 1)),
+                pending=pending,
+                version=int(data.get("version", 2)),
             )
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ValueError(
-                f"not a tracking-core run handle ({exc}); expected the JSON that "
-                f"Run.handle.to_json() produced, e.g. from ${RUN_ENV}"
+                f"malformed tracking-core run handle ({type(exc).__name__}: {exc}); a handle is "
+                f"the JSON that Run.handle.to_json() produced (set in ${RUN_ENV} by start_run), "
+                f"like {EXAMPLE}"
             ) from exc
 
     @classmethod
@@ -71,7 +86,15 @@ class RunHandle:
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise ValueError(f"run handle is not valid JSON: {exc}") from exc
+            raise ValueError(
+                f"malformed tracking-core run handle: not valid JSON ({exc}); a handle is the "
+                f"JSON that Run.handle.to_json() produced, like {EXAMPLE}"
+            ) from exc
+        if not isinstance(data, Mapping):
+            raise ValueError(
+                f"malformed tracking-core run handle: a JSON {type(data).__name__}, not an "
+                f"object; a handle looks like {EXAMPLE}"
+            )
         return cls.from_mapping(data)
 
     @property
@@ -94,25 +117,3 @@ def find_handle(handle: Any = None, args: Any = None) -> RunHandle | None:
         if value:
             return RunHandle.parse(value)
     return None
-
-
-def attach_arguments(handle: RunHandle, name: str) -> Callable[[], dict[str, Any]]:
-    """The ``attach_run`` arguments for backend ``name``, re-reading the saved handle while the
-    primary has not been able to open the run there yet (its entry is ``{"pending": true}``)."""
-
-    def kwargs() -> dict[str, Any]:
-        entry = handle.backends.get(name) or {}
-        if entry.get("pending"):
-            try:
-                entry = RunHandle.parse(handle.run_dir).backends.get(name) or {}
-            except ValueError:
-                entry = {"pending": True}
-            if entry.get("pending"):
-                raise RuntimeError(
-                    f"the run is not open in {name!r} yet (the primary could not reach it); "
-                    "records are kept in the journal meanwhile"
-                )
-            handle.backends[name] = entry
-        return {"attach": entry}
-
-    return kwargs

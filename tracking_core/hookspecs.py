@@ -6,8 +6,9 @@ Two kinds of plugins implement it:
 * **backends** are offered by name through :func:`register_backends`; when a run selects one, its
   factory builds an instance that is registered as a plugin for the life of the run and receives
   :func:`open_run` or :func:`attach_run`, then :func:`log_config`, :func:`log_metrics` and finally
-  :func:`close_run`. Each backend instance is called alone, from its own worker thread, one call at
-  a time: a backend never needs locks of its own and never sees another backend's calls.
+  :func:`close_run`. Each backend instance is called through pluggy, alone, from its own worker
+  thread, one call at a time: a backend never needs locks of its own and never sees another
+  backend's calls.
 
 Plugins mark their implementations with ``@tracking_core.hookimpl``; an implementation may accept
 any subset of a hook's arguments.
@@ -54,7 +55,12 @@ def register_backends(register: BackendRegistrar) -> None:
     distribution extra that installs them, so selecting a backend whose library is missing says
     what to install. ``max_batch`` caps the records per :func:`log_metrics` call (default 1000);
     ``batch_interval`` makes the worker deliver at most that often (seconds) unless a full batch
-    is waiting or the run flushes, for trackers whose every call has a large fixed cost. Nothing here may import a tracker library: listing plugins must stay cheap.
+    is waiting or the run flushes, for trackers whose every call has a large fixed cost.
+    ``target`` (a callable or ``"module:attribute"``) takes a :class:`RunContext` and says where
+    the backend's run goes (JSON, never a credential), without connecting or importing the
+    tracker: it is computed in the training process at start, kept in the run handle, and
+    handed to :func:`open_run`. Nothing here may import a tracker library: listing plugins must
+    stay cheap.
     """
 
 
@@ -89,12 +95,14 @@ def collect_config(role: str, args: Any) -> Mapping[str, Any] | None:
 
 
 @hookspec(firstresult=True)
-def open_run(run: RunContext) -> Mapping[str, Any] | None:
-    """Open this backend's run for a new job (called in the primary).
+def open_run(run: RunContext, target: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """Open this backend's run for a new job (called in the primary's delivery).
 
-    Return what another process needs to attach to the same run (JSON-serialisable: a tracking
-    URI and run id, a log directory, ...). It becomes this backend's entry in the run handle and is
-    passed back to :func:`attach_run` in every secondary and on resume.
+    ``target`` is where the run goes, as the backend's ``target`` function (see
+    :func:`register_backends`) said at start; open it there, not wherever the current
+    environment points (``tracking-core sync`` may run in another shell). Must be safe to call
+    again after a failure. Return what another process needs to attach (JSON-serialisable: a
+    tracking URI and run id, a log directory, ...): it replaces the target in the run handle.
     """
 
 
@@ -103,7 +111,10 @@ def attach_run(run: RunContext, attach: Mapping[str, Any]) -> Mapping[str, Any] 
     """Attach to an existing run from ``attach``, this backend's entry in the run handle.
 
     Called in a secondary (``run.role`` names its role) and in a primary resuming a run
-    (``run.primary`` is True). Must not make collective calls. May return an updated entry.
+    (``run.primary`` is True). ``attach`` may be only the target, when the primary's open is
+    not known yet: find the job's run by ``run.run_id`` then, and raise while it does not exist
+    (the call is retried; records wait in the journal). Never creates a run in a secondary;
+    never a collective call. May return an updated entry.
     """
 
 

@@ -7,9 +7,12 @@
 * **SIGTERM**: every open run is finished with status KILLED, then the handler that was installed
   before ours runs (or the default action: the process ends with SIGTERM).
 * **SIGKILL**: nothing runs here; the journal holds everything logged up to the last flush
-  interval (0.5 s by default). The delivery process (:mod:`tracking_core.remote`) notices, delivers
-  it within the exit timeout and closes the run as KILLED; what is left, ``tracking-core sync``
-  delivers.
+  interval (0.5 s by default). The delivery process (:mod:`tracking_core.delivery.process`)
+  notices, delivers it within the exit timeout and closes the run as KILLED; what is left,
+  ``tracking-core sync`` delivers.
+* **fork**: a child process inherits the parent's runs but not their threads; in the child they
+  become inert (each call warns once and does nothing, the exit hook skips them), so a forked
+  child never closes its parent's run nor writes into its journal. It attaches to log.
 """
 
 from __future__ import annotations
@@ -29,7 +32,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("tracking_core.lifecycle")
 
-EXIT_TIMEOUT_ENV = "TRACKING_CORE_EXIT_TIMEOUT"
 
 #: Strong references: a run dropped by its caller (slime's actors keep none) must still be
 #: finished at exit, not garbage-collected with its records.
@@ -37,13 +39,6 @@ _open_runs: set[Run] = set()
 _failing = False
 _installed = False
 _previous_sigterm: Any = None
-
-
-def exit_timeout() -> float:
-    try:
-        return float(os.environ.get(EXIT_TIMEOUT_ENV, "30"))
-    except ValueError:
-        return 30.0
 
 
 def default_status() -> RunStatus:
@@ -97,13 +92,21 @@ def _on_sigterm(signum: int, frame: Any) -> None:
 _previous_excepthook = sys.excepthook
 
 
+def _after_fork() -> None:
+    for run in list(_open_runs):
+        run.forked()
+    _open_runs.clear()
+
+
 def _install() -> None:
-    """Install the exit hook, the excepthook and the SIGTERM handler, once per process."""
+    """Install the exit hook, the excepthook, the SIGTERM handler and the fork hook, once per
+    process."""
     global _installed, _previous_sigterm
     if _installed:
         return
     _installed = True
     atexit.register(finish_all)
+    os.register_at_fork(after_in_child=_after_fork)
     sys.excepthook = _excepthook
     if threading.current_thread() is threading.main_thread():
         try:

@@ -5,52 +5,47 @@
 >>> child.log_metrics({"loss": 0.1}, step=3, step_key="train/step")
 >>> run.finish()
 
-Only the selected backends are built; each is registered as a plugin under its name for the life
-of the run and unregistered when the run ends. A non-writer rank gets a :class:`NullRun` whose
-methods do nothing. A process that exits without calling ``finish`` still delivers what it logged
-(see :mod:`tracking_core.lifecycle`).
+Neither call waits for a tracker: each backend's target (where its run goes) is known at once,
+and the backends open in the writer's delivery process (:mod:`tracking_core.delivery`). A
+non-writer rank gets a :class:`NullRun` whose methods do nothing. A process that exits without
+calling ``finish`` still delivers what it logged (see :mod:`tracking_core.lifecycle`). Nothing
+here raises into the training loop once a run exists: faults are logged and counted.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import itertools
-import json
 import logging
 import os
 import socket
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import lifecycle
+from . import lifecycle, settings
 from . import options as opts
 from .collectors import merge_collected
 from .context import RunContext
-from .dispatch import DEFAULT_FLUSH_INTERVAL, Dispatcher, local_workers
-from .handle import ARGS_ATTR, RUN_ENV, RunHandle, attach_arguments, find_handle
-from .journal import JOURNAL_DIR, Journal
+from .delivery.intake import Intake
+from .delivery.journal import JOURNAL_DIR, JournalUnavailable, JournalWriter
+from .delivery.modes import Delivery, delivery_mode, start_delivery
+from .delivery.plan import BackendPlan, Plan, context_to_dict, plain
+from .handle import ARGS_ATTR, RUN_ENV, RunHandle, find_handle
 from .plugins import PluginManager, get_plugin_manager
 from .records import ConfigSection, RunStatus
 from .registry import BackendSpec
-from .remote import DeliveryUnavailable, delivery_mode, start_delivery_process
 from .selection import resolve_backend_names
-from .slots import BackendSlot
+from .summary import FinishSummary
 from .writer import decide_writer
 
 log = logging.getLogger("tracking_core.runs")
 
-DEFAULT_OPEN_TIMEOUT = 60.0
+DEFAULT_FLUSH_INTERVAL = 0.5
 DEFAULT_FINISH_TIMEOUT = 30.0
 #: How long a finishing primary waits, at most, for the other writers of the run on its node.
 PEER_TIMEOUT = 10.0
-
-_seq = itertools.count()
-#: Records of one log call get consecutive sequence numbers inside a span of this size.
-ROW_SPAN = 1 << 20
 
 
 def new_run_id() -> str:
@@ -58,6 +53,10 @@ def new_run_id() -> str:
 
 
 def _options_of(args: Any, extra: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The host's parsed options as plain data (a cyclic or unprintable value cannot reach a
+    backend, a pipe or a file)."""
+    from .config import to_plain
+
     out: dict[str, Any] = {}
     if isinstance(args, Mapping):
         out.update(args)
@@ -68,42 +67,28 @@ def _options_of(args: Any, extra: Mapping[str, Any] | None) -> dict[str, Any]:
             pass
     if extra:
         out.update(extra)
+    try:
+        return dict(to_plain(out)[0])
+    except Exception:  # noqa: BLE001 - the pipeline never raises; this is a last guard
+        return {k: v for k, v in out.items() if isinstance(v, (str, int, float, bool))}
+
+
+def replay_options(options: Mapping[str, Any], backends: Sequence[str]) -> dict[str, Any]:
+    """The backend options ``tracking-core sync`` needs to reach the same trackers: each
+    backend's own plain-valued options (``mlflow_tracking_uri``), never a credential."""
+    from .config import classify_name
+
+    out = {}
+    for key, value in options.items():
+        if not any(key.startswith(f"{name}_") for name in backends):
+            continue
+        if isinstance(value, (str, int, float, bool)) and classify_name(key) is None:
+            out[key] = value
     return out
 
 
-@dataclass
-class FinishSummary:
-    """What ``finish`` achieved, per backend: delivered records, what is left, failure counts."""
-
-    status: RunStatus
-    drained: bool
-    logged: int = 0
-    journal: str | None = None
-    skipped: dict[str, int] = field(default_factory=dict)
-    backends: dict[str, dict[str, Any]] = field(default_factory=dict)
-
-    def describe(self) -> str:
-        if not self.logged and not self.journal:
-            return f"run {self.status.value}; no metrics logged in this process"
-        parts = []
-        for name, info in self.backends.items():
-            text = f"{name}: {info['delivered']} records delivered"
-            if info["undelivered"]:
-                text += f", {info['undelivered']} NOT delivered"
-            if info["failures"]:
-                failures = ", ".join(f"{k} x{v}" for k, v in info["failures"].items())
-                text += f", failures: {failures}"
-            parts.append(text)
-        text = f"run {self.status.value}; " + ("; ".join(parts) or "no backends")
-        if self.skipped:
-            text += f"; non-numeric values skipped: {sum(self.skipped.values())}"
-        if self.journal:
-            text += f"; what is missing is kept in {self.journal}: run `tracking-core sync`"
-        return text
-
-
 class Run:
-    """A run as seen from one process: the primary's or a secondary writer's."""
+    """A run as seen from one writing process: the primary's or a role's writer's."""
 
     is_writer = True
 
@@ -113,24 +98,71 @@ class Run:
         *,
         primary: bool,
         role: str | None,
-        slots: dict[str, BackendSlot],
-        dispatcher: Dispatcher,
-        journal: Journal | None,
+        rank: int | None,
+        prefix: str,
+        specs: Sequence[BackendSpec],
+        manager: PluginManager,
+        options: Mapping[str, Any],
+        tags: Mapping[str, str],
+        resume: bool,
+        actions: Mapping[str, str],
+        flush_interval: float,
+        journal: bool,
+        delivery: str | None,
         args: Any = None,
-        exit_timeout: float | None = None,
     ) -> None:
         self.handle = handle
         self.primary = primary
         self.role = role
         self.args = args
-        self.metric_prefix = dispatcher.prefix
-        self._slots = slots
-        self._dispatcher = dispatcher
-        self._append = dispatcher.intake.append
-        self.journal = journal
-        self.exit_timeout = exit_timeout if exit_timeout is not None else lifecycle.exit_timeout()
+        self.metric_prefix = prefix
+        self.label = ("primary" if primary else f"{role}-r{rank if rank is not None else 0}") + f"-p{os.getpid()}"
+        self.exit_timeout = settings.exit_timeout()
         self.finished: FinishSummary | None = None
+        self._names = [s.name for s in specs]
+        self._pid = os.getpid()
+        self._state: str | None = None  # "finished" or "forked": every call is then a no-op
+        self._warned: set[str] = set()
         self._lock = threading.Lock()
+        self._handle_lock = threading.Lock()
+        contexts = {
+            s.name: RunContext(
+                backend=s.name,
+                run_id=handle.run_id,
+                name=handle.name,
+                primary=primary,
+                tracking_dir=Path(handle.tracking_dir),
+                role=role,
+                label=self.label,
+                rank=rank,
+                options=options,
+                tags=dict(tags),
+                resume=resume,
+            )
+            for s in specs
+        }
+        writer = self._open_journal(specs, options, journal) if specs else None
+        self.journal = writer.folder if writer is not None else None
+        self._writer = writer
+        self._intake = Intake(writer, prefix, flush_interval, str(self.journal or self._journal_root()))
+        self._append = self._intake.items.append
+        plan = Plan(
+            folder=str(writer.folder) if writer is not None else None,
+            prefix=prefix,
+            backends=[
+                BackendPlan(
+                    s.name, context_to_dict(contexts[s.name]), actions.get(s.name, "attach"), dict(handle.backends.get(s.name) or {})
+                )
+                for s in specs
+            ],
+            on_disk=writer is not None,
+            poll=flush_interval,
+            exit_timeout=self.exit_timeout,
+        )
+        self._delivery: Delivery | None = None
+        if specs:
+            self._delivery = start_delivery(delivery_mode(delivery, specs, manager), plan, manager, self._opened)
+        self._intake.start(self._delivery)
         lifecycle.register(self)
 
     @property
@@ -139,7 +171,50 @@ class Run:
 
     @property
     def backends(self) -> list[str]:
-        return list(self._dispatcher.workers)
+        return list(self._names)
+
+    # -- setting up -------------------------------------------------------------------------
+    def _journal_root(self) -> Path:
+        return Path(self.handle.tracking_dir) / JOURNAL_DIR / self.handle.run_id
+
+    def _open_journal(self, specs: Sequence[BackendSpec], options: Mapping[str, Any], wanted: bool) -> JournalWriter | None:
+        if not wanted:
+            return None
+        folder = self._journal_root() / self.label
+        meta = {
+            "created": time.time(),
+            "handle": dataclasses.asdict(self.handle),
+            "primary": self.primary,
+            "role": self.role,
+            "prefix": self.metric_prefix,
+            "label": self.label,
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "backends": [s.name for s in specs],
+            "options": replay_options(options, [s.name for s in specs]),
+        }
+        try:
+            return JournalWriter(folder, meta, settings.segment_bytes())
+        except JournalUnavailable as exc:
+            log.warning(
+                "tracking-core cannot keep a journal in %s (%s): records go to the trackers from "
+                "memory only, and a crash or a tracker that stays down loses them; point "
+                "$%s or --tracking-dir at a writable directory",
+                folder,
+                exc.strerror or exc,
+                settings.DIR,
+            )
+            return None
+
+    def _opened(self, name: str, result: Any) -> None:
+        """A backend opened the run (its delivery said so): the handle records where."""
+        if not self.primary or result is None:
+            return
+        with self._handle_lock:
+            self.handle.backends[name] = plain(dict(result))
+            if name in self.handle.pending:
+                self.handle.pending.remove(name)
+            save_handle(self.handle)
 
     # -- config --------------------------------------------------------------------------------
     def log_config(
@@ -148,27 +223,36 @@ class Run:
         role: str | None | type[Ellipsis] = ...,
         report: Mapping[str, Any] | None = None,
         namespace: str | None = None,
-    ) -> ConfigSection:
+    ) -> ConfigSection | None:
         """Log ``config`` (any host object) as the launch config (``role=None``) or a role's.
 
         By default a primary logs the launch config and a secondary its own role's. The config
         is converted, redacted and keyed (see the README's key convention), saved as JSON in the
-        run directory, journaled and queued for every backend. ``report`` adds entries to the
+        run directory, journaled and delivered to every backend. ``report`` adds entries to the
         section's report (collector conflicts, say). ``namespace`` names a further namespace
         of the role (its own JSON artifact, e.g. ``actor-ranks``) instead of the role's own.
-        Returns the section that was logged.
+        Returns the section that was logged (None when nothing was: a finished run, a forked
+        process, or a config the pipeline could not read, with a warning).
         """
+        if not self._usable("log_config"):
+            return None
+        try:
+            section = self._section(config, self.role if role is ... else role, report, namespace)
+        except Exception as exc:  # noqa: BLE001 - never raise into the training loop
+            log.warning("tracking-core could not log a config (%s: %s); training goes on", type(exc).__name__, exc, exc_info=True)
+            return None
+        self._intake.config(section)
+        return section
+
+    def _section(self, config: Any, role: str | None, report: Mapping[str, Any] | None, namespace: str | None) -> ConfigSection:
         from .config import build_section, config_json
 
-        role = self.role if role is ... else role
         section = _without_handle(build_section(config, role, self.handle.key_style))
         if report:
-            section = dataclasses.replace(section, report={**section.report, **report})
+            section = dataclasses.replace(section, report={**section.report, **plain(dict(report))})
         if namespace:
             section = dataclasses.replace(section, namespace=namespace)
         self._save_config(section, config_json(section))
-        config_id = self.journal.config(section) if self.journal is not None else None
-        self._dispatcher.submit("config", (section, config_id))
         return section
 
     def _save_config(self, section: ConfigSection, text: str) -> None:
@@ -179,7 +263,7 @@ class Run:
             tmp.write_text(text)
             os.replace(tmp, path)
         except OSError as exc:
-            log.warning("could not save config %s (%s); backends still receive it", path, exc)
+            self._warn_once("save-config", "could not save config %s (%s); backends still receive it", path, exc)
 
     # -- metrics -------------------------------------------------------------------------------
     def log_metrics(
@@ -194,69 +278,96 @@ class Run:
         are converted to float in the background (Python, numpy or torch scalars); a value that
         is not a number is skipped and counted in the finish summary.
         """
-        if self.finished is None:
-            self._append((next(_seq) * ROW_SPAN, time.time(), dict(metrics), step, step_key))
+        if self._state is not None:
+            self._usable("log_metrics")
+            return
+        try:
+            self._append(("row", time.time(), dict(metrics), step, step_key))
+        except (TypeError, ValueError) as exc:
+            self._warn_once("metrics", "log_metrics needs a mapping of name to number, not %s (%s); nothing logged", type(metrics).__name__, exc)
 
     # -- lifecycle -----------------------------------------------------------------------------
     def flush(self, timeout: float | None = DEFAULT_FINISH_TIMEOUT) -> bool:
-        """Deliver what was logged so far to every backend; True if all of it arrived in time."""
-        return self._dispatcher.flush(timeout)
+        """Deliver what was logged so far to every backend; True if all of it arrived in time
+        (False at once for a backend that is down)."""
+        if not self._usable("flush") or self._delivery is None:
+            return self._delivery is None and self._state is None
+        target = self._intake.pump()
+        return self._delivery.drain(target, timeout)
 
     def finish(
         self, timeout: float = DEFAULT_FINISH_TIMEOUT, status: RunStatus | str | None = None
-    ) -> FinishSummary:
-        """Drain within ``timeout`` seconds and close: a primary ends the run with ``status``
-        (FINISHED, or FAILED when the process is dying of an exception), a secondary flushes and
-        detaches. What a backend did not acknowledge in time stays in the journal."""
+    ) -> FinishSummary | None:
+        """Deliver within ``timeout`` seconds (plus at most one second) and close: a primary ends
+        the run with ``status`` (FINISHED, or FAILED when the process is dying of an exception),
+        a secondary detaches. A backend that is down is given one probe, not the whole timeout.
+        What a backend did not take stays in the journal for ``tracking-core sync``, and the
+        summary says what is missing where. Never raises."""
+        if self._state == "forked":
+            self._usable("finish")
+            return None
         with self._lock:
             if self.finished is not None:
                 return self.finished
-            status = RunStatus(status) if status is not None else lifecycle.default_status()
-            deadline = time.monotonic() + timeout
-            if self.primary:
-                self._await_peers(time.monotonic() + min(PEER_TIMEOUT, timeout / 2))
-            events = self._dispatcher.submit("close", status)
-            for event in events:
-                event.wait(max(0.0, deadline - time.monotonic()))
-            drained = self._dispatcher.flush(max(0.0, deadline - time.monotonic()))
-            self._dispatcher.stop()
-            summary = self._summarise(status, drained)
-            for slot in self._slots.values():
-                slot.release()
+            try:
+                final = RunStatus(status) if status is not None else lifecycle.default_status()
+            except ValueError:
+                final = RunStatus.FINISHED
+                self._warn_once("status", "finish(status=%r) is not a run status; using FINISHED", status)
+            try:
+                summary = self._finish(timeout, final)
+            except Exception as exc:  # noqa: BLE001 - never raise into the caller
+                log.warning("tracking-core could not finish run %s cleanly (%s: %s)", self.run_id, type(exc).__name__, exc, exc_info=True)
+                summary = FinishSummary(final, drained=False, logged=self._intake.logged, journal=str(self.journal) if self.journal else None)
             self.finished = summary
+            self._state = "finished"
             lifecycle.unregister(self)
-        level = logging.INFO if drained and not summary.journal else logging.WARNING
+        level = logging.INFO if summary.drained else logging.WARNING
         log.log(level, "tracking-core %s", summary.describe())
         return summary
 
-    def _await_peers(self, deadline: float) -> None:
-        from .peers import await_peers
+    def _finish(self, timeout: float, status: RunStatus) -> FinishSummary:
+        deadline = time.monotonic() + timeout
+        if self.primary:
+            from .delivery.sync import await_peers
 
-        healthy = all(not w.circuit_open and w.ready for w in self._dispatcher.workers.values())
-        own = self.journal.path if self.journal is not None else None
-        await_peers(self.handle.tracking_dir, self.run_id, own, deadline, replay=healthy)
+            await_peers(self.handle.tracking_dir, self.run_id, self.journal, time.monotonic() + min(PEER_TIMEOUT, timeout / 2))
+        end_n = self._intake.end(status.value)
+        report: dict[str, Any] = {}
+        if self._delivery is not None:
+            report = self._delivery.finish(end_n, max(0.0, deadline - time.monotonic()))
+        self._intake.stop()
+        if self._writer is not None:
+            self._writer.close()
+        return FinishSummary.from_report(status, self._intake, report, self._names)
 
-    def _summarise(self, status: RunStatus, drained: bool) -> FinishSummary:
-        dispatcher = self._dispatcher
-        summary = FinishSummary(
-            status, drained, logged=dispatcher.logged, skipped=dict(dispatcher.skipped)
-        )
-        complete = drained
-        for name, worker in dispatcher.workers.items():
-            undelivered = max(0, dispatcher.logged - worker.delivered)
-            complete = complete and undelivered == 0
-            summary.backends[name] = {
-                "delivered": worker.delivered,
-                "undelivered": undelivered,
-                "failures": dict(worker.failures.counts),
-                "spills": worker.spills,
-            }
-        if self.journal is not None:
-            self.journal.end(status.value)
-            if not complete:
-                summary.journal = str(self.journal.path)
-            self.journal.close(remove=complete)
-        return summary
+    def _usable(self, what: str) -> bool:
+        if self._state is None and os.getpid() == self._pid:
+            return True
+        if self._state is None:
+            self._state = "forked"
+        if self._state == "forked":
+            self._warn_once(
+                "forked",
+                "%s() in process %d on a run of process %d it was forked from: ignored (the run "
+                "belongs to the parent); call tracking_core.attach(role=...) in this process to "
+                "log from it",
+                what,
+                os.getpid(),
+                self._pid,
+            )
+        else:
+            self._warn_once("finished", "%s() after finish() of run %s: ignored", what, self.run_id)
+        return False
+
+    def _warn_once(self, kind: str, msg: str, *args: Any) -> None:
+        if kind not in self._warned:
+            self._warned.add(kind)
+            log.warning(msg, *args)
+
+    def forked(self) -> None:
+        """Called in a child process right after ``fork``: the run stays its parent's."""
+        self._state = "forked"
 
     def __enter__(self) -> Run:
         return self
@@ -305,110 +416,26 @@ class NullRun:
         return None
 
 
-def replay_options(options: Mapping[str, Any], backends: Sequence[str]) -> dict[str, Any]:
-    """The backend options ``tracking-core sync`` needs to reach the same trackers: each
-    backend's own plain-valued options (``mlflow_tracking_uri``), never a credential."""
-    from .config import classify_name
-
-    out = {}
-    for key, value in options.items():
-        if not any(key.startswith(f"{name}_") for name in backends):
-            continue
-        if isinstance(value, (str, int, float, bool)) and classify_name(key) is None:
-            out[key] = value
-    return out
+def save_handle(handle: RunHandle) -> Path | None:
+    try:
+        return handle.save()
+    except OSError as exc:
+        log.warning("could not save the run handle in %s (%s); resume and sync need it", handle.run_dir, exc)
+        return None
 
 
-def _journal_path(handle: RunHandle, label: str) -> Path:
-    stamp = f"{time.time_ns() // 1_000_000:x}"
-    return Path(handle.tracking_dir) / JOURNAL_DIR / handle.run_id / f"{label}-{stamp}.jsonl"
-
-
-def _build(
-    specs: Sequence[BackendSpec],
-    manager: PluginManager,
-    *,
-    handle: RunHandle,
-    primary: bool,
-    role: str | None,
-    rank: int | None,
-    prefix: str,
-    options: Mapping[str, Any],
-    tags: Mapping[str, str],
-    resume: bool,
-    flush_interval: float,
-    journal: bool,
-    delivery: str | None,
-    actions: Mapping[str, str],
-) -> tuple[dict[str, BackendSlot], Dispatcher, Journal | None]:
-    """The run's journal, dispatcher and workers: in a delivery process (which starts running
-    ``actions``, ``open`` or ``attach`` per backend, at once) or on threads of this process."""
-    label = "primary" if primary else f"{role}-r{rank if rank is not None else 0}"
-    label = f"{label}-p{os.getpid()}"
-    journal_obj = None
-    if journal and specs:
-        journal_obj = Journal(
-            _journal_path(handle, label),
-            {
-                "handle": json.loads(handle.to_json()),
-                "primary": primary,
-                "role": role,
-                "prefix": prefix,
-                "label": label,
-                "pid": os.getpid(),
-                "host": socket.gethostname(),
-                "backends": [s.name for s in specs],
-                "options": replay_options(options, [s.name for s in specs]),
-            },
-        )
-    contexts = {
-        spec.name: RunContext(
-            backend=spec.name,
-            run_id=handle.run_id,
-            name=handle.name,
-            primary=primary,
-            tracking_dir=Path(handle.tracking_dir),
-            role=role,
-            label=label,
-            rank=rank,
-            options=options,
-            tags=dict(tags),
-            resume=resume,
-        )
-        for spec in specs
-    }
-    lock = threading.Lock()
-    mode = delivery_mode(delivery, specs, manager, journal_obj is not None)
-    slots: dict[str, BackendSlot] = {}
-    workers: Mapping[str, Any] | None = None
-    if mode == "process" and journal_obj is not None:
+def _targets(specs: Sequence[BackendSpec], context: RunContext) -> dict[str, dict[str, Any]]:
+    """Where each backend's run goes, decided now, without connecting anywhere."""
+    out: dict[str, dict[str, Any]] = {}
+    for spec in specs:
+        resolve = getattr(spec, "resolve_target", None)
         try:
-            workers = start_delivery_process(
-                specs,
-                contexts,
-                journal=str(journal_obj.path),
-                handle=handle,
-                prefix=prefix,
-                actions=actions,
-                flush_interval=flush_interval,
-                exit_timeout=lifecycle.exit_timeout(),
-                # `tracking-core sync` waits for a delivery process finishing a dead writer's journal
-                on_spawn=lambda pid: journal_obj.write_lines([{"t": "delivery", "pid": pid}]),
-            ).workers
-        except DeliveryUnavailable as exc:
-            log.warning("%s; delivering on threads of this process instead", exc)
-    if workers is None:
-        slots, workers = local_workers(
-            list(specs),
-            manager,
-            contexts,
-            prefix=prefix,
-            journal=journal_obj,
-            lock=lock,
-            flush_interval=flush_interval,
-        )
-    dispatcher = Dispatcher(dict(workers), journal_obj, lock, prefix, flush_interval)
-    return slots, dispatcher, journal_obj
+            target = resolve() if resolve is not None else None
+            out[spec.name] = plain(dict(target(dataclasses.replace(context, backend=spec.name)) or {})) if target else {}
+        except Exception as exc:  # noqa: BLE001 - the backend reports it again when it opens
+            log.warning("backend %r cannot say where its run goes (%s: %s)", spec.name, type(exc).__name__, exc)
+            out[spec.name] = {"target_error": f"{type(exc).__name__}: {exc}"}
+    return out
 
 
 def start_run(
@@ -423,132 +450,103 @@ def start_run(
     key_style: str | None = None,
     options: Mapping[str, Any] | None = None,
     tags: Mapping[str, str] | None = None,
-    open_timeout: float = DEFAULT_OPEN_TIMEOUT,
+    open_timeout: float | None = None,
     flush_interval: float = DEFAULT_FLUSH_INTERVAL,
     journal: bool = True,
     export: bool = True,
     delivery: str | None = None,
 ) -> Run:
-    """Open the job's run in every selected backend (call this once, in the driver).
+    """Start the job's run in every selected backend (call this once, in the driver); returns
+    at once, without waiting for any tracker.
 
     ``config`` (any host object; default ``args``) is logged as the launch config. Backends are
     chosen by ``backends``, else ``args.tracking_backends``, ``$TRACKING_CORE_BACKENDS``, the
-    host's own switches, then the embedded default. ``handle`` resumes an existing run. A backend
-    that cannot be reached within ``open_timeout`` stays in the run: its records are journaled
-    and delivered when it comes back (or by ``tracking-core sync``). The handle is saved in the
-    run directory and, with ``export``, put in ``$TRACKING_CORE_RUN`` and on
+    host's own switches, then the embedded default. ``handle`` resumes an existing run. Each
+    backend opens the run in the background; one that cannot be reached stays in the run: its
+    records wait in the journal until it is back (or ``tracking-core sync``). The handle is saved
+    in the run directory and, with ``export``, put in ``$TRACKING_CORE_RUN`` and on
     ``args.tracking_run`` so that child processes can attach. ``delivery`` (``process`` or
     ``thread``; default ``args.tracking_delivery``, ``$TRACKING_CORE_DELIVERY``, else
-    ``process`` where possible) says where the trackers' client code runs: see
-    :mod:`tracking_core.remote`.
+    ``process`` where possible) says where the trackers' client code runs. ``open_timeout`` is
+    accepted for compatibility and ignored: start never waits.
     """
     manager = get_plugin_manager()
     resumed = RunHandle.parse(handle) if handle is not None else None
     if resumed is not None:
-        names = list(resumed.backends)
-        source = "the resumed run handle"
+        names, source = list(resumed.backends), "the resumed run handle"
     else:
         names, source = resolve_backend_names(args=args, explicit=backends, manager=manager)
     specs = manager.select(names)
-    if resumed is not None:
-        run_handle = resumed
-    else:
-        rid = run_id or new_run_id()
-        run_handle = RunHandle(
-            run_id=rid,
-            name=name or rid,
-            tracking_dir=str(Path(opts.tracking_dir(args, tracking_dir)).absolute()),
-            key_style=opts.key_style(args, key_style),
-        )
-    actions = {}
-    for spec in specs:
-        entry = run_handle.backends.get(spec.name) or {}
-        attach_existing = resumed is not None and entry and not entry.get("pending")
-        actions[spec.name] = "attach" if attach_existing else "open"
-    slots, dispatcher, journal_obj = _build(
-        specs,
-        manager,
-        handle=run_handle,
-        primary=True,
-        role=None,
-        rank=decide_writer().rank,
-        prefix="",
-        options=_options_of(args, options),
-        tags=tags or {},
-        resume=resumed is not None,
-        flush_interval=flush_interval,
-        journal=journal,
-        delivery=delivery or getattr(args, "tracking_delivery", None),
-        actions=actions,
-    )
-    payloads: dict[str, dict[str, Any]] = {}
-    # An open that succeeds after the wait below gave up must not be overwritten by the
-    # "pending" entry, nor go unsaved: the two sides decide under this lock.
-    decided = threading.Lock()
-    for spec_name, worker in dispatcher.workers.items():
-
-        def on_success(result: Any, spec_name: str = spec_name) -> None:
-            with decided:
-                run_handle.backends[spec_name] = json.loads(
-                    json.dumps(dict(result or {}), default=str)
-                )
-                payloads[spec_name]["opened"] = True
-                late = payloads[spec_name].get("late")
-            if late:
-                run_handle.save()
-                log.warning("backend %r is reachable now: the run is open there", spec_name)
-
-        payload: dict[str, Any] = {"first": threading.Event(), "on_success": on_success}
-        payloads[spec_name] = payload  # before the worker can call on_success
-        if actions[spec_name] == "attach":
-            payload["kwargs"] = attach_arguments(run_handle, spec_name)
-        else:
-            payload["kwargs"] = dict
-        worker.submit(actions[spec_name], payload)
-    deadline = time.monotonic() + open_timeout
-    for spec_name, payload in payloads.items():
-        payload["first"].wait(max(0.0, deadline - time.monotonic()))
-        with decided:
-            if payload.get("opened"):
-                continue
-            payload["late"] = True
-            run_handle.backends[spec_name] = {"pending": True}
-            log.warning(
-                "backend %r could not %s the run yet (see the warning above); it stays in the "
-                "run: records are journaled and delivered when it is back, or by "
-                "`tracking-core sync`",
-                spec_name,
-                "resume" if resumed else "open",
-            )
+    run_options = _options_of(args, options)
+    run_handle = resumed or _new_handle(args, tracking_dir, name, run_id, key_style)
+    if resumed is None:
+        probe = _context(run_handle, run_options, tags)
+        run_handle.backends = _targets(specs, probe)
+        run_handle.pending = [s.name for s in specs]
+    actions = {s.name: "open" if s.name in run_handle.pending or s.name not in run_handle.backends else "attach" for s in specs}
     run = Run(
         run_handle,
         primary=True,
         role=None,
-        slots=slots,
-        dispatcher=dispatcher,
-        journal=journal_obj,
+        rank=decide_writer().rank,
+        prefix="",
+        specs=specs,
+        manager=manager,
+        options=run_options,
+        tags=tags or {},
+        resume=resumed is not None,
+        actions=actions,
+        flush_interval=flush_interval,
+        journal=journal,
+        delivery=delivery or getattr(args, "tracking_delivery", None),
         args=args,
     )
-    path = run_handle.save()
+    path = save_handle(run_handle)
     log.info(
         "tracking-core run %s %s with %s (selected by %s); run handle saved to %s",
         run_handle.run_id,
         "resumed" if resumed else "started",
-        ", ".join(dispatcher.workers) or "no backend",
+        ", ".join(names) or "no backend",
         source,
         path,
     )
     if export:
-        os.environ[RUN_ENV] = run_handle.to_json()
-        if args is not None:
-            try:
-                setattr(args, ARGS_ATTR, run_handle.to_json())
-            except (AttributeError, TypeError):
-                pass
+        _export(run_handle, args)
     launch = config if config is not None else args
     if launch is not None:
         run.log_config(launch, role=None)
     return run
+
+
+def _new_handle(args: Any, tracking_dir: Any, name: str | None, run_id: str | None, key_style: str | None) -> RunHandle:
+    rid = run_id or new_run_id()
+    return RunHandle(
+        run_id=rid,
+        name=name or rid,
+        tracking_dir=str(Path(opts.tracking_dir(args, tracking_dir)).absolute()),
+        key_style=opts.key_style(args, key_style),
+    )
+
+
+def _context(handle: RunHandle, options: Mapping[str, Any], tags: Mapping[str, str] | None) -> RunContext:
+    return RunContext(
+        backend="",
+        run_id=handle.run_id,
+        name=handle.name,
+        primary=True,
+        tracking_dir=Path(handle.tracking_dir),
+        options=options,
+        tags=dict(tags or {}),
+    )
+
+
+def _export(handle: RunHandle, args: Any) -> None:
+    os.environ[RUN_ENV] = handle.to_json()
+    if args is not None:
+        try:
+            setattr(args, ARGS_ATTR, handle.to_json())
+        except (AttributeError, TypeError):
+            pass
 
 
 def attach(
@@ -565,14 +563,16 @@ def attach(
     journal: bool = True,
     delivery: str | None = None,
 ) -> Run | NullRun:
-    """Attach this process to the job's run as ``role`` (never a collective call).
+    """Attach this process to the job's run as ``role`` (never a collective call, never waits
+    for a tracker).
 
-    The handle comes from ``handle``, ``args.tracking_run`` or ``$TRACKING_CORE_RUN``. Only the
-    role's writer rank (see :mod:`tracking_core.writer`; ``writer`` overrides) gets a live run;
-    the others get a :class:`NullRun`. The writer logs the role's config: ``config`` merged with
-    what every collector returns for the role (``collect=False`` skips the collectors).
-    Metric names get ``metric_prefix`` (default ``"<role>/"``; ``""`` passes names through).
-    ``delivery`` is as for :func:`start_run`.
+    The handle comes from ``handle``, ``args.tracking_run`` or ``$TRACKING_CORE_RUN`` (a
+    malformed one is a ``ValueError`` saying so). Only the role's writer rank (see
+    :mod:`tracking_core.writer`; ``writer`` overrides) gets a live run; the others get a
+    :class:`NullRun`. The writer logs the role's config: ``config`` merged with what every
+    collector returns for the role (``collect=False`` skips the collectors). Metric names get
+    ``metric_prefix`` (default ``"<role>/"``; ``""`` passes names through). ``delivery`` is as
+    for :func:`start_run`.
     """
     run_handle = find_handle(handle, args)
     if run_handle is None:
@@ -586,31 +586,21 @@ def attach(
         return NullRun(run_handle, role)
     manager = get_plugin_manager()
     specs = manager.select(list(run_handle.backends))
-    slots, dispatcher, journal_obj = _build(
-        specs,
-        manager,
-        handle=run_handle,
-        primary=False,
-        role=role,
-        rank=decision.rank,
-        prefix=metric_prefix if metric_prefix is not None else f"{role}/",
-        options=_options_of(args, options),
-        tags={},
-        resume=False,
-        flush_interval=flush_interval,
-        journal=journal,
-        delivery=delivery or getattr(args, "tracking_delivery", None),
-        actions={spec.name: "attach" for spec in specs},
-    )
-    for spec_name, worker in dispatcher.workers.items():
-        worker.submit("attach", {"kwargs": attach_arguments(run_handle, spec_name)})
     run = Run(
         run_handle,
         primary=False,
         role=role,
-        slots=slots,
-        dispatcher=dispatcher,
-        journal=journal_obj,
+        rank=decision.rank,
+        prefix=metric_prefix if metric_prefix is not None else f"{role}/",
+        specs=specs,
+        manager=manager,
+        options=_options_of(args, options),
+        tags={},
+        resume=False,
+        actions={s.name: "attach" for s in specs},
+        flush_interval=flush_interval,
+        journal=journal,
+        delivery=delivery or getattr(args, "tracking_delivery", None),
         args=args,
     )
     log.info(
@@ -622,17 +612,23 @@ def attach(
         socket.gethostname(),
     )
     if collect or config is not None:
-        parts: list[tuple[str, Any]] = []
-        if config is not None:
-            parts.append(("attach(config=...)", _as_mapping(config)))
-        if collect:
-            parts.extend(manager.call_each("collect_config", role=role, args=args))
-        merged = merge_collected(role, parts)
-        conflicts = [c.as_dict() for c in merged.conflicts]
-        run.log_config(
-            merged.values, role=role, report={"collector_conflicts": conflicts} if conflicts else None
-        )
+        _log_role_config(run, manager, role, args, config, collect)
     return run
+
+
+def _log_role_config(run: Run, manager: PluginManager, role: str, args: Any, config: Any, collect: bool) -> None:
+    parts: list[tuple[str, Any]] = []
+    if config is not None:
+        parts.append(("attach(config=...)", _as_mapping(config)))
+    if collect:
+        parts.extend(manager.call_each("collect_config", role=role, args=args))
+    try:
+        merged = merge_collected(role, parts)
+    except Exception as exc:  # noqa: BLE001 - never raise into the host
+        log.warning("could not merge role %r's config (%s: %s)", role, type(exc).__name__, exc)
+        return
+    conflicts = [c.as_dict() for c in merged.conflicts]
+    run.log_config(merged.values, role=role, report={"collector_conflicts": conflicts} if conflicts else None)
 
 
 def _without_handle(section: ConfigSection) -> ConfigSection:
@@ -652,5 +648,5 @@ def _as_mapping(config: Any) -> Mapping[str, Any]:
     except TypeError:
         from .config import to_plain
 
-        plain, _ = to_plain(config)
-        return plain
+        plain_config, _ = to_plain(config)
+        return plain_config

@@ -34,7 +34,7 @@ from slime_integration import tracking
 from slime_integration.fixture_args import load_fixture_namespaces
 from slime_integration.role_args import resolve_role_args
 from tracking_core.handle import ARGS_ATTR, RUN_ENV, RunHandle
-from tracking_core.sync import sync
+from tracking_core.delivery.sync import sync
 
 ray = pytest.importorskip("ray")
 pytest.importorskip("megatron.core")

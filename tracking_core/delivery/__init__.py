@@ -1,0 +1,12 @@
+"""The one delivery path, from the training thread to every tracker.
+
+* :mod:`.intake` — the training process's side: the caller appends, a pump numbers and journals;
+* :mod:`.journal` — the journal's format: segments, acknowledgements, locks, the completion rule;
+* :mod:`.stream` — one backend's records in journal order (from disk, or memory on a full disk);
+* :mod:`.worker` — one backend's delivery: pluggy calls, retries, circuit breaker, isolation;
+* :mod:`.follower` — delivers one journal to all its backends; the same in every mode;
+* :mod:`.plan` — what a follower needs, as plain data;
+* :mod:`.modes`, :mod:`.client`, :mod:`.process` — the follower in a delivery process or on a
+  thread;
+* :mod:`.sync` — ``tracking-core sync`` and a finishing primary's wait for its peers.
+"""

@@ -1,0 +1,257 @@
+"""The training process's side of a delivery process.
+
+:class:`ProcessDelivery` starts ``python -m tracking_core.delivery.process`` in its own session
+(a SIGINT or SIGTERM meant for the job's process group does not cut delivery short) and returns
+at once: the child opens the backends and follows the journal by itself. Only small messages
+cross its pipes: the plan (first line), records the writer could not journal, drain and finish
+requests and their answers, which backend opened with what, and the child's log records (re-
+emitted here through this process's ``logging``). A sender thread writes to the child, so neither
+the training thread nor the pump ever waits on a pipe.
+
+A child that dies is started again, up to :data:`MAX_RESTARTS` times; the new one resumes from
+the journal's acknowledgements and gets any request still waiting for an answer. A child that
+cannot start at all (it dies before saying it is ready) is replaced by the same follower on a
+thread of this process.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import IO, Any
+
+from .modes import Delivery
+from .plan import Plan
+from .stream import Message
+
+log = logging.getLogger("tracking_core.delivery")
+
+MAX_RESTARTS = 3
+#: How much longer than a request's own timeout to wait for the child's answer.
+REPLY_GRACE = 0.5
+#: Messages waiting for the child beyond this are dropped (counted): the child is stuck.
+MAX_OUTBOX = 100_000
+
+
+class ProcessDelivery:
+    def __init__(self, plan: Plan, on_opened: Callable[[str, Any], None], fallback: Callable[[], Delivery]) -> None:
+        self.plan = plan
+        self._on_opened = on_opened
+        self._fallback = fallback
+        self._local: Delivery | None = None
+        self._ids = itertools.count(1)
+        self._waiting: dict[int, tuple[threading.Event, dict[str, Any], dict[str, Any], float | None]] = {}
+        self._lock = threading.Lock()
+        self._report: dict[str, Any] = {}
+        self._done = False
+        self.restarts = 0
+        self.dropped = 0
+        self.pid: int | None = None
+        self._spawn()
+
+    # -- the child ---------------------------------------------------------------------------
+    def _spawn(self) -> None:
+        env = dict(os.environ)
+        # The child imports what this process imports, even from paths added at run time.
+        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+        first = {
+            "plan": json.loads(self.plan.to_json()),
+            "log_level": logging.getLogger("tracking_core").getEffectiveLevel(),
+            "argv": list(getattr(sys, "argv", None) or []),
+        }
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tracking_core.delivery.process"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+            start_new_session=True,
+            close_fds=True,
+        )
+        assert proc.stdin is not None and proc.stdout is not None
+        self.proc, self.pid, self._ready = proc, proc.pid, False
+        self._outbox: queue.Queue[bytes | None] = queue.Queue()
+        self._outbox.put(_line(first))
+        threading.Thread(target=self._send_loop, args=(proc.stdin, self._outbox), name="tracking-core-delivery-send", daemon=True).start()
+        threading.Thread(target=self._read_loop, args=(proc,), name="tracking-core-delivery-read", daemon=True).start()
+
+    def _send(self, obj: dict[str, Any]) -> None:
+        if self._outbox.qsize() >= MAX_OUTBOX:
+            self.dropped += 1
+            return
+        self._outbox.put(_line(obj))
+
+    @staticmethod
+    def _send_loop(stream: IO[bytes], outbox: queue.Queue[bytes | None]) -> None:
+        while True:
+            data = outbox.get()
+            if data is None:
+                break
+            try:
+                stream.write(data)
+                stream.flush()
+            except (OSError, ValueError):
+                break  # the child is gone: its reader notices
+        try:
+            stream.close()
+        except OSError:
+            pass
+
+    def _read_loop(self, proc: subprocess.Popen[bytes]) -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            try:
+                self._on_event(json.loads(line))
+            except Exception:  # noqa: BLE001 - a bad line must not end the reader
+                log.exception("tracking-core could not read a message of its delivery process")
+        try:
+            code = proc.wait(5)
+        except subprocess.TimeoutExpired:
+            code = None
+        self._ended(code)
+
+    def _on_event(self, event: dict[str, Any]) -> None:
+        kind = event.get("ev")
+        if kind == "report":
+            self._report = event["report"]
+        elif kind == "done":
+            with self._lock:
+                waiting = self._waiting.pop(int(event["id"]), None)
+            if waiting is not None:
+                done, reply, op, _ = waiting
+                if op["op"] == "finish":
+                    self._done = True  # the child exits now: that is no death to recover from
+                reply.update(event)
+                self._report = event.get("report") or self._report
+                done.set()
+        elif kind == "opened":
+            name, result = event["b"], event.get("result")
+            for backend in self.plan.backends:
+                if backend.name == name:
+                    backend.action, backend.entry = "attach", dict(result or {})
+            self._on_opened(name, result)
+        elif kind == "log":
+            logging.getLogger(event["name"]).log(int(event["level"]), "%s", event["msg"])
+        elif kind == "ready":
+            self._ready = True
+
+    def _ended(self, code: int | None) -> None:
+        if self._done:
+            return
+        if not self._ready:
+            log.warning(
+                "tracking-core's delivery process could not start (exit code %s; its errors are "
+                "above); delivering on threads of this process instead",
+                code,
+            )
+            self._local = self._fallback()
+            self._replay_waiting()
+            return
+        if self.restarts >= MAX_RESTARTS:
+            log.warning(
+                "tracking-core's delivery process ended unexpectedly (exit code %s) after %d "
+                "restarts; what this process logs from now on stays in its journal: run "
+                "`tracking-core sync`",
+                code,
+                self.restarts,
+            )
+            self._done = True
+            with self._lock:
+                waiting = list(self._waiting.values())
+                self._waiting.clear()
+            for done, _, _, _ in waiting:
+                done.set()
+            return
+        self.restarts += 1
+        log.warning(
+            "tracking-core's delivery process ended unexpectedly (exit code %s); starting it "
+            "again (%d of %d): it resumes from the journal",
+            code,
+            self.restarts,
+            MAX_RESTARTS,
+        )
+        self._spawn()
+        self._replay_waiting()
+
+    def _replay_waiting(self) -> None:
+        """Requests the dead child did not answer go to its successor, with the time left."""
+        with self._lock:
+            waiting = list(self._waiting.items())
+        for request_id, (done, reply, op, deadline) in waiting:
+            if self._local is not None:
+                with self._lock:
+                    self._waiting.pop(request_id, None)
+                threading.Thread(target=self._answer_locally, args=(op, deadline, done, reply), daemon=True).start()
+                continue
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            self._send({**op, "timeout": remaining})
+
+    def _answer_locally(self, op: dict[str, Any], deadline: float | None, done: threading.Event, reply: dict[str, Any]) -> None:
+        assert self._local is not None
+        remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+        if op["op"] == "finish":
+            report = self._local.finish(int(op["end"]), remaining or 0.0)
+            reply.update(ok=not report["outstanding"], report=report)
+        else:
+            reply.update(ok=self._local.drain(int(op["target"]), remaining))
+        done.set()
+
+    # -- the Delivery interface ---------------------------------------------------------------
+    def feed(self, message: Message) -> None:
+        if self._local is not None:
+            self._local.feed(message)
+        else:
+            self._send({"op": "feed", "msg": list(message)})
+
+    def wake(self) -> None:
+        if self._local is not None:
+            self._local.wake()
+
+    def _request(self, op: dict[str, Any], timeout: float | None) -> dict[str, Any]:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        done, reply = threading.Event(), {}
+        op = {**op, "id": next(self._ids), "timeout": timeout}
+        if self._local is not None:
+            self._answer_locally(op, deadline, done, reply)
+            return reply
+        with self._lock:
+            self._waiting[op["id"]] = (done, reply, op, deadline)
+        self._send(op)
+        done.wait(None if timeout is None else timeout + REPLY_GRACE)
+        with self._lock:
+            self._waiting.pop(op["id"], None)
+        return reply
+
+    def drain(self, target_n: int, timeout: float | None) -> bool:
+        return bool(self._request({"op": "drain", "target": target_n}, timeout).get("ok"))
+
+    def finish(self, end_n: int, timeout: float) -> dict[str, Any]:
+        reply = self._request({"op": "finish", "end": end_n}, timeout)
+        self._done = True
+        report = reply.get("report")
+        if report is None:  # no answer in time: what the child said last, and that it is not done
+            report = {**self._report, "outstanding": {"*": "no answer from the delivery process in time"}}
+        self._outbox.put(None)  # close the child's stdin once everything before is sent
+        if self._local is None and reply:
+            try:
+                self.proc.wait(1.0)
+            except subprocess.TimeoutExpired:
+                pass  # it ends by itself; nothing of ours waits for it
+        return report
+
+    def report(self) -> dict[str, Any]:
+        if self._local is not None:
+            return self._local.report()
+        return self._report
+
+
+def _line(obj: dict[str, Any]) -> bytes:
+    return (json.dumps(obj, default=str) + "\n").encode()
+

@@ -1,0 +1,233 @@
+"""The follower: delivers one journal to every backend of its writer, the same way everywhere.
+
+The same :class:`Follower` runs in the writer's delivery process, on a thread of the writer
+(``--tracking-delivery thread``), and in ``tracking-core sync``. It holds the journal's
+``follower.lock`` for as long as it delivers, gives each backend a
+:class:`~tracking_core.delivery.worker.BackendWorker` that reads the journal at its own pace (a
+slow or dead tracker never holds up another), saves the acknowledgements, deletes segments every
+backend is done with while the run goes on, and at the end applies the one completion rule
+(:func:`~tracking_core.delivery.journal.outstanding`): the journal folder is removed only when
+nothing is outstanding; otherwise it stays for ``tracking-core sync`` and the report says what
+is missing where.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..context import RunContext
+from ..plugins import PluginManager
+from ..registry import BackendSpec
+from .journal import (
+    FOLLOWER_LOCK,
+    Acks,
+    append_end,
+    first_record,
+    outstanding,
+    remove,
+    scan,
+    segments,
+    try_lock,
+)
+from .stream import Message, Stream
+from .worker import BackendSlot, BackendWorker
+
+log = logging.getLogger("tracking_core.delivery")
+
+#: How often acknowledgements are saved and finished segments deleted.
+HOUSEKEEPING = 1.0
+
+
+class FollowerBusy(RuntimeError):
+    """Another process delivers this journal."""
+
+
+class Follower:
+    """Delivers the journal in ``folder`` (None: records arrive only in memory)."""
+
+    def __init__(
+        self,
+        folder: Path | None,
+        *,
+        specs: Sequence[BackendSpec],
+        contexts: Mapping[str, RunContext],
+        entries: Mapping[str, Mapping[str, Any]],
+        actions: Mapping[str, str],
+        manager: PluginManager,
+        prefix: str,
+        poll: float,
+        on_disk: bool = True,
+        on_opened: Callable[[str, Any], None] | None = None,
+        lock_timeout: float = 0.0,
+    ) -> None:
+        self.folder = folder
+        self._lock_fd = self._take_lock(folder, lock_timeout) if folder is not None else None
+        names = [s.name for s in specs]
+        self.acks = Acks(folder, names)
+        self.workers: dict[str, BackendWorker] = {}
+        for spec in specs:
+            slot = BackendSlot(spec, contexts[spec.name], manager)
+            self.workers[spec.name] = BackendWorker(
+                slot,
+                Stream(folder, on_disk=on_disk),
+                self.acks,
+                action=actions.get(spec.name, "attach"),
+                entry=entries.get(spec.name) or {},
+                prefix=prefix,
+                poll=poll,
+                on_opened=on_opened,
+            )
+        self.end_n: int | None = None
+        self.finished: dict[str, Any] | None = None
+        self._first_n: dict[int, int] = {}
+        self._stop = threading.Event()
+        self._housekeeper = threading.Thread(
+            target=self._housekeeping, name="tracking-core-follower", daemon=True
+        )
+
+    @staticmethod
+    def _take_lock(folder: Path, timeout: float) -> int:
+        deadline = time.monotonic() + timeout
+        while True:
+            fd = try_lock(folder / FOLLOWER_LOCK)
+            if fd is not None:
+                return fd
+            if time.monotonic() >= deadline:
+                raise FollowerBusy(f"another process is delivering the journal {folder}")
+            time.sleep(0.05)
+
+    def start(self) -> Follower:
+        for worker in self.workers.values():
+            worker.start()
+        self._housekeeper.start()
+        return self
+
+    # -- input ------------------------------------------------------------------------------
+    def feed(self, message: Message) -> None:
+        """Records the writer could not journal, or a switch between journal and memory."""
+        for worker in self.workers.values():
+            worker.stream.put(message)
+            worker.wake()
+
+    def wake(self) -> None:
+        for worker in self.workers.values():
+            worker.wake()
+
+    # -- waiting ------------------------------------------------------------------------------
+    def drain(self, target_n: int, timeout: float | None) -> bool:
+        """Wait until every backend has done every record up to ``target_n`` (False when
+        ``timeout`` runs out, or a backend is down: see ``BackendWorker.drain``)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        ok = True
+        for worker in self.workers.values():
+            ok = worker.drain(target_n, deadline) and ok
+        return ok
+
+    def replay_end(self, status: str = "KILLED") -> int:
+        """The writer is gone: read the journal to its end, journal its end if it died before
+        doing so, and return the end's record number."""
+        assert self.folder is not None
+        last, end, _ = scan(self.folder)
+        if end is None:
+            end = last + 1
+            append_end(self.folder, end, status)
+        for worker in self.workers.values():
+            worker.final = True
+            worker.wake()
+        return end
+
+    def finish(self, end_n: int, timeout: float | None) -> dict[str, Any]:
+        """Deliver up to the end within ``timeout``, then apply the completion rule: remove
+        the journal when nothing is outstanding. Returns :meth:`report`."""
+        if self.finished is not None:
+            return self.finished
+        self.end_n = end_n
+        self.drain(end_n, timeout)
+        self._stop.set()
+        self.acks.save()
+        report = self.report()
+        for worker in self.workers.values():
+            worker.stop()
+        for worker in self.workers.values():
+            worker.join(1.0)
+            worker.slot.release()
+        if self.folder is not None:
+            if not report["outstanding"]:
+                remove(self.folder)
+            if self._lock_fd is not None:
+                os.close(self._lock_fd)
+                self._lock_fd = None
+        self.finished = report
+        return report
+
+    def stop(self) -> None:
+        """Stop delivering at once (what is not done stays in the journal)."""
+        self._stop.set()
+        for worker in self.workers.values():
+            worker.stop()
+        self.acks.save()
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    # -- state --------------------------------------------------------------------------------
+    def report(self) -> dict[str, Any]:
+        """Plain data for the summary: each backend's counters and what is outstanding."""
+        backends = {name: w.report() for name, w in self.workers.items()}
+        missing = outstanding(self.acks.progress, list(self.workers), self.end_n)
+        bad = max((w.stream.bad.count for w in self.workers.values()), default=0)
+        return {
+            "backends": backends,
+            "outstanding": missing,
+            "end_n": self.end_n,
+            "bad_lines": bad,
+            "journal": str(self.folder) if self.folder is not None else None,
+        }
+
+    def _housekeeping(self) -> None:
+        reported = 0
+        while not self._stop.wait(HOUSEKEEPING):
+            try:
+                self.acks.save()
+                self._collect()
+                bad = max((w.stream.bad for w in self.workers.values()), key=lambda b: b.count, default=None)
+                if bad is not None and bad.count > reported:
+                    log.warning(
+                        "journal %s: %d line(s) that are not records were skipped (%s)",
+                        self.folder,
+                        bad.count - reported,
+                        "; ".join(bad.examples),
+                    )
+                    reported = bad.count
+            except Exception:  # noqa: BLE001 - housekeeping must not end delivery
+                log.exception("tracking-core's follower hit an internal error")
+
+    def _collect(self) -> None:
+        """Delete the segments every backend is done with (not the newest: it is written)."""
+        if self.folder is None or not self.workers:
+            return
+        progress = self.acks.progress.values()
+        done_through = min(p.n for p in progress)
+        owed = [n for p in progress for n in p.owed]
+        if owed:
+            done_through = min(done_through, min(owed) - 1)
+        found = segments(self.folder)
+        for (_index, path), (next_index, next_path) in zip(found, found[1:], strict=False):
+            first = self._first_n.get(next_index)
+            if first is None:
+                first = first_record(next_path)
+                if first is None:
+                    return
+                self._first_n[next_index] = first
+            if first - 1 > done_through:
+                return
+            try:
+                path.unlink()
+            except OSError:
+                return

@@ -1,0 +1,547 @@
+"""The journal: what one writing process logged, in order, and what each backend has done with it.
+
+One folder per writing process, ``<tracking_dir>/journal/<run_id>/<label>/``:
+
+``meta.json``
+    who wrote it: the run handle (each backend's target included), role, metric prefix, backends,
+    replay options, pid and host. Written once, before the first record.
+``seg-000000.jsonl``, ``seg-000001.jsonl``, ...
+    the records, one JSON object per line, ``n`` first and consecutive across segments:
+    ``{"n": 7, "t": "row", "ts": time, "m": {key: value}, "st": step, "sk": step_key}`` (one
+    logged call), ``{"n": 8, "t": "config", "section": {...}}`` (converted and redacted: the
+    journal holds no secret), and last ``{"n": 9, "t": "end", "status": "FINISHED"}``, the close.
+    A segment is closed at :func:`~tracking_core.settings.segment_bytes` and a new one begun.
+``acks.json``
+    per backend, how far it is: every record up to ``n`` is done (delivered, or rejected by the
+    tracker and reported), ``owed`` lists config records it refused that are still to deliver,
+    with value counts for the summary. Written only by the journal's follower.
+``writer.lock`` / ``follower.lock``
+    ``flock``\\ ed by the writing process for its life, and by the one process that delivers the
+    journal (its delivery process, its own thread, or ``tracking-core sync``).
+
+Acknowledgements are exact because ``n`` is assigned in the order records are appended, by one
+thread: "done up to n" never covers a record that was not handed over. A journal folder is
+removed when :func:`outstanding` finds nothing left: the one completion rule.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import logging
+import math
+import os
+import shutil
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..records import ConfigSection
+
+log = logging.getLogger("tracking_core.journal")
+
+JOURNAL_DIR = "journal"
+META = "meta.json"
+ACKS = "acks.json"
+WRITER_LOCK = "writer.lock"
+FOLLOWER_LOCK = "follower.lock"
+SEGMENT_PREFIX = "seg-"
+SEGMENT_SUFFIX = ".jsonl"
+FORMAT = 2
+#: How a record line begins (``n`` is always its first key): used to find a whole record after
+#: bytes that are not one (a cut line followed by the next record).
+LINE_START = b'{"n":'
+READ_CHUNK = 1 << 20
+
+
+def dumps(obj: Any) -> str:
+    return json.dumps(obj, separators=(",", ":"), default=str)
+
+
+def encode_value(value: float) -> float | str:
+    """JSON has no NaN/inf: keep them as strings that decode back exactly."""
+    return value if math.isfinite(value) else repr(value)
+
+
+def segment_name(index: int) -> str:
+    return f"{SEGMENT_PREFIX}{index:06d}{SEGMENT_SUFFIX}"
+
+
+def segment_index(path: Path) -> int | None:
+    name = path.name
+    if not (name.startswith(SEGMENT_PREFIX) and name.endswith(SEGMENT_SUFFIX)):
+        return None
+    try:
+        return int(name[len(SEGMENT_PREFIX) : -len(SEGMENT_SUFFIX)])
+    except ValueError:
+        return None
+
+
+def segments(folder: Path) -> list[tuple[int, Path]]:
+    """The folder's segments in order."""
+    out = []
+    try:
+        children = list(folder.iterdir())
+    except OSError:
+        return []
+    for path in children:
+        index = segment_index(path)
+        if index is not None:
+            out.append((index, path))
+    return sorted(out)
+
+
+def section_to_dict(section: ConfigSection) -> dict[str, Any]:
+    return asdict(section)
+
+
+def section_from_dict(data: Mapping[str, Any]) -> ConfigSection:
+    return ConfigSection(
+        role=data.get("role"),
+        namespace=data["namespace"],
+        prefix=data.get("prefix", ""),
+        values=data.get("values") or {},
+        params=data.get("params") or {},
+        report=data.get("report") or {},
+    )
+
+
+# -- locks -------------------------------------------------------------------------------------
+def try_lock(path: Path) -> int | None:
+    """An exclusive ``flock`` on ``path`` (created if needed): the descriptor holding it (close
+    it to let go), or None while another process holds it."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def held(path: Path) -> bool:
+    """Whether a live process holds the lock file ``path``."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+# -- writing (the training process) ------------------------------------------------------------
+class JournalUnavailable(OSError):
+    """The journal folder cannot be created or written."""
+
+
+class JournalWriter:
+    """Appends encoded record lines to the current segment, one ``os.write`` per batch.
+
+    Called by one thread at a time (the run's pump). A write that fails (a full disk, an I/O
+    error) raises ``OSError`` and leaves no cut line behind: the partial bytes are truncated
+    away, or, where even that fails, the next write starts on a new line so that only the cut
+    line is bad (and :class:`SegmentReader` finds the records after it).
+    """
+
+    def __init__(self, folder: Path, meta: Mapping[str, Any], segment_bytes: int) -> None:
+        self.folder = folder
+        self.segment_bytes = segment_bytes
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            self._lock_fd = try_lock(folder / WRITER_LOCK)
+            if self._lock_fd is None:
+                raise JournalUnavailable(errno.EBUSY, "journal folder in use by another process", str(folder))
+            tmp = folder / (META + ".tmp")
+            tmp.write_text(json.dumps({"format": FORMAT, **meta}, default=str, indent=1))
+            os.replace(tmp, folder / META)
+            self.index = -1
+            self._fd = -1
+            self._open_segment(0)
+        except OSError as exc:
+            raise JournalUnavailable(exc.errno, exc.strerror or str(exc), str(folder)) from exc
+        self.size = 0
+        self._cut = False
+        self.closed = False
+
+    def _open_segment(self, index: int) -> None:
+        fd = os.open(self.folder / segment_name(index), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        if self._fd >= 0:
+            os.close(self._fd)
+        self._fd, self.index, self.size = fd, index, 0
+
+    def append(self, data: bytes) -> None:
+        """Append whole lines (``OSError`` and nothing half-written if the disk refused them)."""
+        if self.closed:
+            raise JournalUnavailable(errno.EBADF, "journal closed", str(self.folder))
+        if self._cut:
+            data = b"\n" + data
+        written = 0
+        try:
+            view = memoryview(data)
+            while written < len(data):
+                n = os.write(self._fd, view[written:])
+                if n <= 0:
+                    raise OSError(errno.ENOSPC, "short write")
+                written += n
+        except OSError:
+            if written:
+                try:
+                    os.ftruncate(self._fd, self.size)
+                except OSError:
+                    self._cut = True
+                else:
+                    self._cut = False
+            raise
+        self.size += len(data)
+        self._cut = False
+        if self.size >= self.segment_bytes:
+            try:
+                self._open_segment(self.index + 1)
+            except OSError:
+                pass  # keep appending to this one; the next rotation tries again
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        for fd in (self._fd, self._lock_fd):
+            try:
+                os.close(fd)
+            except (OSError, TypeError):
+                pass
+
+
+# -- reading (the follower, sync) --------------------------------------------------------------
+@dataclass
+class BadLines:
+    """Lines that were not a record (cut by a crash or a full disk, or garbage), counted."""
+
+    count: int = 0
+    examples: list[str] = field(default_factory=list)
+
+    def add(self, where: str, line: bytes) -> None:
+        self.count += 1
+        if len(self.examples) < 3:
+            self.examples.append(f"{where}: {line[:60]!r}")
+
+
+def parse_line(line: bytes) -> dict[str, Any] | None:
+    try:
+        obj = json.loads(line)
+    except ValueError:
+        return None
+    if isinstance(obj, dict) and isinstance(obj.get("n"), int) and isinstance(obj.get("t"), str):
+        return obj
+    return None
+
+
+def _records_in(line: bytes) -> tuple[dict[str, Any] | None, bool]:
+    """The record in ``line`` and whether anything in it was not part of one. A record can hide
+    behind bytes that are not one (a cut line that the next append continued)."""
+    obj = parse_line(line)
+    if obj is not None:
+        return obj, False
+    start = line.find(LINE_START, 1)
+    while start != -1:
+        obj = parse_line(line[start:])
+        if obj is not None:
+            return obj, True
+        start = line.find(LINE_START, start + 1)
+    return None, True
+
+
+class SegmentReader:
+    """Reads a journal's records in order, following the segments as they are written.
+
+    An incomplete last line is left for the next read while the writer may still finish it;
+    with ``final`` (the writer is gone) or once a newer segment exists, it is counted as bad.
+    Segments deleted under the reader (fully acknowledged) are skipped.
+    """
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.index = 0
+        self.offset = 0
+        self.bad = BadLines()
+        self._buffer = b""
+
+    def read(self, limit: int, final: bool = False) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        while len(out) < limit:
+            path = self.folder / segment_name(self.index)
+            try:
+                with open(path, "rb") as fh:
+                    fh.seek(self.offset)
+                    data = fh.read(READ_CHUNK)
+            except FileNotFoundError:
+                if not self._next_segment():
+                    break
+                continue
+            if data:
+                self.offset += len(data)
+                self._take(self._buffer + data, out, path.name)
+                continue
+            # the end of this segment, for now
+            if self._newer_segment_exists() or final:
+                if self._buffer:
+                    self.bad.add(path.name, self._buffer)
+                    self._buffer = b""
+                if not self._next_segment():
+                    break
+                continue
+            break
+        return out
+
+    def _take(self, data: bytes, out: list[dict[str, Any]], where: str) -> None:
+        lines = data.split(b"\n")
+        self._buffer = lines.pop()  # b"" when data ended with a newline
+        for line in lines:
+            if not line:
+                continue
+            obj, dirty = _records_in(line)
+            if dirty:
+                self.bad.add(where, line)
+            if obj is not None:
+                out.append(obj)
+
+    def _newer_segment_exists(self) -> bool:
+        return any(index > self.index for index, _ in segments(self.folder))
+
+    def _next_segment(self) -> bool:
+        later = [index for index, _ in segments(self.folder) if index > self.index]
+        if not later:
+            return False
+        self.index, self.offset, self._buffer = min(later), 0, b""
+        return True
+
+
+# -- acknowledgements --------------------------------------------------------------------------
+@dataclass
+class BackendProgress:
+    """How far one backend is through the journal (see the module doc)."""
+
+    n: int = -1
+    delivered: int = 0
+    rejected: int = 0
+    owed: list[int] = field(default_factory=list)
+
+    def done(self, n: int) -> bool:
+        return n <= self.n and n not in self.owed
+
+
+class Acks:
+    """``acks.json``: every backend's :class:`BackendProgress`, saved atomically.
+
+    Only the journal's follower writes it (under ``follower.lock``). A save that fails (a full
+    disk) keeps the progress in memory and is tried again at the next save.
+    """
+
+    def __init__(self, folder: Path | None, backends: list[str]) -> None:
+        self.folder = folder
+        self._lock = threading.Lock()
+        self.progress = {name: BackendProgress() for name in backends}
+        self._dirty = False
+        self._warned = False
+        if folder is not None:
+            for name, data in read_acks(folder).items():
+                if name in self.progress:
+                    self.progress[name] = data
+
+    def update(self, backend: str, **changes: Any) -> None:
+        with self._lock:
+            progress = self.progress[backend]
+            for key, value in changes.items():
+                setattr(progress, key, value)
+            self._dirty = True
+
+    def save(self) -> bool:
+        if self.folder is None:
+            return True
+        with self._lock:
+            if not self._dirty:
+                return True
+            text = json.dumps({k: asdict(v) for k, v in self.progress.items()})
+            self._dirty = False
+        try:
+            tmp = self.folder / (ACKS + ".tmp")
+            tmp.write_text(text)
+            os.replace(tmp, self.folder / ACKS)
+        except OSError as exc:
+            with self._lock:
+                self._dirty = True
+            if not self._warned and self.folder.exists():
+                self._warned = True
+                log.warning(
+                    "cannot save delivery progress in %s (%s); delivery goes on, and a restart "
+                    "or `tracking-core sync` may resend what was delivered since",
+                    self.folder,
+                    exc,
+                )
+            return False
+        return True
+
+
+def read_acks(folder: Path) -> dict[str, BackendProgress]:
+    try:
+        data = json.loads((folder / ACKS).read_text())
+    except (OSError, ValueError):
+        return {}
+    out = {}
+    for name, entry in dict(data).items():
+        try:
+            out[str(name)] = BackendProgress(
+                n=int(entry["n"]),
+                delivered=int(entry.get("delivered", 0)),
+                rejected=int(entry.get("rejected", 0)),
+                owed=[int(x) for x in entry.get("owed", [])],
+            )
+        except (KeyError, TypeError, ValueError):
+            continue
+    return out
+
+
+def read_meta(folder: Path) -> dict[str, Any]:
+    """The journal's ``meta.json``; ValueError when it is missing or unreadable."""
+    try:
+        meta = json.loads((folder / META).read_text())
+    except FileNotFoundError as exc:
+        raise ValueError(f"{folder} is not a journal folder (no {META})") from exc
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{folder / META} is unreadable: {exc}") from exc
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise ValueError(
+            f"{folder / META} is not a journal of this tracking-core (format "
+            f"{meta.get('format') if isinstance(meta, dict) else '?'}, expected {FORMAT})"
+        )
+    return meta
+
+
+# -- the completion rule -----------------------------------------------------------------------
+def outstanding(
+    progress: Mapping[str, BackendProgress], backends: list[str], end_n: int | None
+) -> dict[str, str]:
+    """What each backend still owes the journal, in words; empty when the journal is complete.
+
+    Complete means: the close is journaled (``end_n``) and every backend has done every record
+    up to it, the close included, with no config record still owed. A value a tracker rejected
+    counts as done (it was reported); a config it refused does not.
+    """
+    out: dict[str, str] = {}
+    for name in backends:
+        p = progress.get(name) or BackendProgress()
+        missing = []
+        if end_n is None:
+            missing.append("the run's end (not journaled)")
+        elif p.n < end_n:
+            missing.append(f"records {p.n + 1}..{end_n} (the close included)")
+        if p.owed:
+            missing.append(f"{len(p.owed)} config section(s)")
+        if missing:
+            out[name] = ", ".join(missing)
+    return out
+
+
+def remove(folder: Path) -> None:
+    """Delete a complete journal folder, and its run's folder and ``journal/`` if now empty."""
+    shutil.rmtree(folder, ignore_errors=True)
+    for parent in (folder.parent, folder.parent.parent):
+        if parent.name and parent.exists():
+            try:
+                parent.rmdir()
+            except OSError:
+                break
+
+
+def find_journals(root: Path) -> Iterator[Path]:
+    """Journal folders under ``root`` (a tracking directory, a run's journal folder, or one)."""
+    if (root / META).exists():
+        yield root
+        return
+    base = root / JOURNAL_DIR if (root / JOURNAL_DIR).is_dir() else root
+    for meta in sorted(base.rglob(META)):
+        yield meta.parent
+
+
+def scan(folder: Path) -> tuple[int, int | None, BadLines]:
+    """The last record number of a journal nobody writes any more, its end's number (None
+    when the writer died before journaling its end) and the bad lines met on the way."""
+    reader = SegmentReader(folder)
+    last, end = -1, None
+    while True:
+        got = reader.read(10_000, final=True)
+        if not got:
+            break
+        for obj in got:
+            last = max(last, obj["n"])
+            if obj["t"] == "end":
+                end = obj["n"]
+    return last, end, reader.bad
+
+
+def append_end(folder: Path, n: int, status: str) -> None:
+    """Journal the end of a run whose writer died without it (under ``follower.lock``)."""
+    found = segments(folder)
+    path = found[-1][1] if found else folder / segment_name(0)
+    line = dumps({"n": n, "t": "end", "status": status, "ts": time.time(), "by": "follower"})
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        size = os.fstat(fd).st_size
+        lead = b""
+        if size:
+            os.lseek(fd, size - 1, os.SEEK_SET)
+            if os.read(fd, 1) != b"\n":
+                lead = b"\n"
+        os.write(fd, lead + line.encode() + b"\n")
+    finally:
+        os.close(fd)
+
+
+def first_record(path: Path) -> int | None:
+    """The number of a segment's first record (None if it has none yet)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(READ_CHUNK)
+    except OSError:
+        return None
+    for line in head.split(b"\n")[:-1]:
+        obj, _ = _records_in(line)
+        if obj is not None:
+            return int(obj["n"])
+    return None
+
+
+def last_record(folder: Path) -> int:
+    """The number of the last whole record journaled so far (-1 if none), read from the tail."""
+    for _, path in reversed(segments(folder)):
+        try:
+            with open(path, "rb") as fh:
+                fh.seek(0, os.SEEK_END)
+                size = fh.tell()
+                fh.seek(max(0, size - READ_CHUNK))
+                tail = fh.read()
+        except OSError:
+            continue
+        for line in reversed(tail.split(b"\n")[:-1]):
+            obj, _ = _records_in(line)
+            if obj is not None:
+                return int(obj["n"])
+    return -1

@@ -1,0 +1,99 @@
+"""What a follower needs to deliver one writer's records, as plain data.
+
+A :class:`Plan` is built in the training process from already converted values (never the host's
+``args``: only JSON crosses to a delivery process), sent to the delivery process as one JSON line,
+and turned back into a :class:`~tracking_core.delivery.follower.Follower` there, on a thread, or
+by ``tracking-core sync`` from a journal's ``meta.json``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..context import RunContext
+from ..plugins import PluginManager
+from .follower import Follower
+
+
+def plain(value: Any) -> Any:
+    """``value`` as JSON data: what JSON cannot hold becomes its ``str`` (never raises)."""
+    try:
+        return json.loads(json.dumps(value, default=str))
+    except (TypeError, ValueError, RecursionError):
+        return str(value)
+
+
+def context_to_dict(context: RunContext) -> dict[str, Any]:
+    return {
+        "backend": context.backend,
+        "run_id": context.run_id,
+        "name": context.name,
+        "primary": context.primary,
+        "tracking_dir": str(context.tracking_dir),
+        "role": context.role,
+        "label": context.label,
+        "rank": context.rank,
+        "options": plain(dict(context.options)),
+        "tags": plain(dict(context.tags)),
+        "resume": context.resume,
+        "pid": context.pid,
+    }
+
+
+def context_from_dict(data: Mapping[str, Any]) -> RunContext:
+    values = dict(data)
+    values["tracking_dir"] = Path(values["tracking_dir"])
+    return RunContext(**values)
+
+
+@dataclass
+class BackendPlan:
+    name: str
+    context: dict[str, Any]
+    action: str
+    entry: dict[str, Any]
+
+
+@dataclass
+class Plan:
+    folder: str | None
+    prefix: str
+    backends: list[BackendPlan] = field(default_factory=list)
+    on_disk: bool = True
+    poll: float = 0.5
+    exit_timeout: float = 30.0
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), default=str)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Plan:
+        values = dict(data)
+        values["backends"] = [BackendPlan(**b) for b in values.get("backends") or []]
+        return cls(**values)
+
+    def follower(
+        self,
+        manager: PluginManager,
+        on_opened: Callable[[str, Any], None] | None = None,
+        lock_timeout: float = 0.0,
+    ) -> Follower:
+        names = [b.name for b in self.backends]
+        specs = manager.select(names)
+        return Follower(
+            Path(self.folder) if self.folder else None,
+            specs=specs,
+            contexts={b.name: context_from_dict(b.context) for b in self.backends},
+            entries={b.name: b.entry for b in self.backends},
+            actions={b.name: b.action for b in self.backends},
+            manager=manager,
+            prefix=self.prefix,
+            poll=self.poll,
+            on_disk=self.on_disk,
+            on_opened=on_opened,
+            lock_timeout=lock_timeout,
+        )

@@ -1,0 +1,181 @@
+"""The delivery process: runs one writer's follower (not a command for users).
+
+Started by :class:`tracking_core.delivery.client.ProcessDelivery` as ``python -m
+tracking_core.delivery.process``. Its stdin carries the plan (first line), then ``feed``,
+``drain``, ``finish`` and ``stop`` requests, one JSON object per line; its original stdout
+carries events back (``ready``, ``opened``, ``report``, ``done``, ``log``). fd 1 is pointed at
+stderr, so what a tracker prints goes where the training process's errors go. SIGINT is ignored
+(the job's Ctrl-C is the training process's to handle).
+
+When the training process is gone without a ``finish`` (SIGKILL, ``os._exit``), the follower
+reads the journal to its end, journals the run's end as KILLED, delivers within the exit timeout
+and applies the completion rule, exactly as ``tracking-core sync`` would.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from typing import IO, Any
+
+from ..plugins import get_plugin_manager
+from .follower import Follower
+from .journal import WRITER_LOCK, held
+from .plan import Plan
+
+log = logging.getLogger("tracking_core.delivery")
+
+
+class Channel:
+    """Events to the training process, one JSON line each, from any thread."""
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        self._stream = stream
+        self._lock = threading.Lock()
+
+    def send(self, obj: Mapping[str, Any]) -> None:
+        data = (json.dumps(obj, default=str) + "\n").encode()
+        with self._lock:
+            try:
+                self._stream.write(data)
+                self._stream.flush()
+            except (OSError, ValueError):
+                pass  # the training process is gone; the journal keeps everything
+
+
+class ForwardLogs(logging.Handler):
+    """Hands log records to the training process, whose logging configuration decides."""
+
+    def __init__(self, channel: Channel) -> None:
+        super().__init__()
+        self.channel = channel
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            msg = record.getMessage()
+            if record.exc_info:
+                msg += "\n" + logging.Formatter().formatException(record.exc_info)
+            self.channel.send({"ev": "log", "name": record.name, "level": record.levelno, "msg": msg})
+        except Exception:  # noqa: BLE001 - logging must never fail delivery
+            pass
+
+
+class Child:
+    def __init__(self, plan: Plan, follower: Follower, channel: Channel) -> None:
+        self.plan = plan
+        self.follower = follower
+        self.channel = channel
+        self.finishing = threading.Event()
+        self._last: Any = None
+
+    def handle(self, op: Mapping[str, Any]) -> None:
+        kind = op.get("op")
+        if kind == "feed":
+            message = op["msg"]
+            self.follower.feed((message[0], message[1]))
+        elif kind in ("drain", "finish"):
+            if kind == "finish":
+                self.finishing.set()
+            threading.Thread(target=self._answer, args=(op,), daemon=True).start()
+        elif kind == "stop":
+            self.follower.stop()
+            os._exit(0)
+
+    def _answer(self, op: Mapping[str, Any]) -> None:
+        timeout = op.get("timeout")
+        timeout = None if timeout is None else float(timeout)
+        if op["op"] == "drain":
+            ok = self.follower.drain(int(op["target"]), timeout)
+            self.channel.send({"ev": "done", "id": op["id"], "ok": ok, "report": self.follower.report()})
+            return
+        report = self.follower.finish(int(op["end"]), timeout or 0.0)
+        self.channel.send({"ev": "done", "id": op["id"], "ok": not report["outstanding"], "report": report})
+        os._exit(0)
+
+    def send_report(self) -> None:
+        report = self.follower.report()
+        if report != self._last:
+            self._last = report
+            self.channel.send({"ev": "report", "report": report})
+
+    def orphaned(self) -> None:
+        """The training process is gone without finishing: deliver the rest, bounded."""
+        folder = self.follower.folder
+        if folder is None:
+            return
+        deadline = time.monotonic() + 5.0
+        while held(folder / WRITER_LOCK) and time.monotonic() < deadline:
+            time.sleep(0.05)  # the kernel releases a dead process's locks
+        end = self.follower.replay_end("KILLED")
+        report = self.follower.finish(end, self.plan.exit_timeout)
+        if report["outstanding"]:
+            log.warning(
+                "the process that wrote %s ended without finishing its run; what could not be "
+                "delivered within %.0f s stays in its journal: run `tracking-core sync` (%s)",
+                folder,
+                self.plan.exit_timeout,
+                "; ".join(f"{k}: {v}" for k, v in report["outstanding"].items()),
+            )
+
+
+def _requests(stream: IO[bytes], child: Child, gone: threading.Event) -> None:
+    for line in stream:
+        try:
+            child.handle(json.loads(line))
+        except Exception:  # noqa: BLE001 - a bad request must not end delivery
+            log.exception("tracking-core's delivery process got a request it could not read")
+    gone.set()
+
+
+def main() -> None:
+    events = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # what a tracker prints goes to stderr, not into the event stream
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    channel = Channel(events)
+    stdin = sys.stdin.buffer
+    try:
+        first = json.loads(stdin.readline())
+        plan = Plan.from_dict(first["plan"])
+    except Exception as exc:  # noqa: BLE001
+        print(f"tracking-core delivery process: unreadable plan ({exc})", file=sys.stderr)
+        os._exit(2)
+    sys.argv = list(first.get("argv") or ["tracking-core"])
+    root = logging.getLogger()
+    root.setLevel(int(first.get("log_level", logging.WARNING)))
+    root.addHandler(ForwardLogs(channel))
+    # Trackers' HTTP clients warn on every retry; the worker reports each failure kind once.
+    logging.getLogger("urllib3").setLevel(logging.ERROR)
+    parent = os.getppid()
+
+    def opened(name: str, result: Any) -> None:
+        channel.send({"ev": "opened", "b": name, "result": result})
+
+    try:
+        follower = plan.follower(get_plugin_manager(), opened, lock_timeout=5.0)
+    except Exception:  # noqa: BLE001 - the training process falls back to a thread
+        log.exception("tracking-core's delivery process could not start")
+        os._exit(1)
+    follower.start()
+    channel.send({"ev": "ready", "pid": os.getpid()})
+    child = Child(plan, follower, channel)
+    gone = threading.Event()
+    threading.Thread(target=_requests, args=(stdin, child, gone), daemon=True).start()
+    while not gone.wait(plan.poll):
+        if os.getppid() != parent:
+            break
+        child.send_report()
+    if child.finishing.is_set():
+        while True:  # the finish answers and exits; the training process may be gone already
+            time.sleep(1.0)
+    child.orphaned()
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,496 @@
+"""One backend's delivery: its instance, called through pluggy, and the thread that feeds it.
+
+A :class:`BackendWorker` opens (or attaches to) the run in its backend, then takes the journal's
+records from its own :class:`~tracking_core.delivery.stream.Stream` in order and hands them over
+in batches: rows as :func:`log_metrics`, config sections as :func:`log_config`, the end as
+:func:`close_run`. Each delivered batch moves the backend's acknowledgement forward.
+
+When a call fails it is retried with a growing delay (0.1 s up to ``max_retry_delay``); after
+:data:`BREAKER_THRESHOLD` failures in a row the backend's **circuit is open**: it is probed once
+per delay while its records wait in the journal. Each kind of failure is reported once, then
+counted. A batch that keeps failing is **isolated**: its records are tried one by one (a lone
+record or a config against the next batch) and, if the backend takes the others, what it keeps
+refusing is set aside — a metric value is *rejected* (reported once with its key, counted, and
+skipped for this backend only), a config section is *owed* (kept for ``tracking-core sync``).
+When nothing gets through, the backend is down, not the data: the records wait.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import Counter, deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pluggy
+
+from .. import hookspecs, lifecycle, settings
+from ..context import RunContext
+from ..plugins import PluginManager
+from ..records import MetricRecord, RunStatus
+from ..registry import BackendSpec
+from .journal import Acks, section_from_dict
+from .stream import Stream
+
+log = logging.getLogger("tracking_core.delivery")
+
+MAX_BATCH = 1000
+BREAKER_THRESHOLD = 3
+MAX_RETRY_DELAY = 10.0
+#: Records of one row get consecutive ``MetricRecord.seq`` numbers inside a span of this size.
+ROW_SPAN = 1 << 20
+#: How many records a worker reads from its stream at a time.
+READ_AHEAD = 512
+
+
+def records_of(row: Mapping[str, Any], prefix: str, role: str | None) -> list[MetricRecord]:
+    """The metric records of one journaled row."""
+    base = int(row["n"]) * ROW_SPAN
+    ts = float(row["ts"])
+    step, step_key = row.get("st"), row.get("sk")
+    return [
+        MetricRecord(key, float(value), step, ts, base + i, role, prefix, step_key)
+        for i, (key, value) in enumerate(dict(row["m"]).items())
+    ]
+
+
+def _values(batch: list[dict[str, Any]]) -> int:
+    return sum(len(e["m"]) if e["t"] == "row" else 0 for e in batch)
+
+
+@dataclass
+class FailureLog:
+    """Each kind of failure reported the first time, then counted."""
+
+    backend: str
+    counts: Counter[str] = field(default_factory=Counter)
+
+    def record(self, what: str, exc: BaseException) -> None:
+        kind = f"{what}: {type(exc).__name__}"
+        if kind not in self.counts:
+            log.warning(
+                "backend %r failed in %s (%s: %s); training goes on, the call is retried and "
+                "further failures of this kind are only counted",
+                self.backend,
+                what,
+                type(exc).__name__,
+                exc,
+            )
+        self.counts[kind] += 1
+
+
+class BackendSlot:
+    """A selected backend in one process: built on first use, registered as a plugin under its
+    name for the life of the run, and called through a plugin manager of its own that holds
+    only this instance, so that every call goes through pluggy (traced with
+    ``TRACKING_CORE_TRACE_PLUGINS``, ``firstresult`` honoured) and reaches no other backend."""
+
+    def __init__(self, spec: BackendSpec, context: RunContext, manager: PluginManager) -> None:
+        self.spec = spec
+        self.context = context
+        self.manager = manager
+        self.instance: Any = None
+        self.plugin_name: str | None = None
+        self._pm: pluggy.PluginManager | None = None
+
+    def _build(self) -> pluggy.PluginManager:
+        instance = self.spec.resolve_factory()(self.context)
+        name = self.spec.name
+        n = 1
+        while self.manager.pm.get_plugin(name) is not None or name in self.manager.plugins:
+            n += 1
+            name = f"{self.spec.name}#{n}"
+        if not self.manager.register(instance, name):
+            info = self.manager.plugins.pop(name, None)
+            raise TypeError(
+                f"backend {self.spec.name!r} (plugin {self.spec.plugin!r}) built an invalid "
+                f"instance: {info.error if info else 'rejected by the plugin manager'}"
+            )
+        pm = pluggy.PluginManager(hookspecs.PROJECT)
+        pm.add_hookspecs(hookspecs)
+        pm.register(instance, name=name)
+        if settings.get(settings.TRACE_PLUGINS):
+            trace = logging.getLogger("tracking_core.trace")
+            pm.trace.root.setwriter(lambda msg: trace.info(msg.rstrip()))
+            pm.enable_tracing()
+        self.instance, self.plugin_name, self._pm = instance, name, pm
+        return pm
+
+    def call(self, hook: str, **kwargs: Any) -> Any:
+        """Call this backend's ``hook`` with every argument of its spec; the first result."""
+        pm = self._pm or self._build()
+        caller = getattr(pm.hook, hook)
+        result = caller(**kwargs)
+        if isinstance(result, list):  # not a firstresult hook
+            return result[0] if result else None
+        return result
+
+    def release(self) -> None:
+        """Unregister the instance: a backend is a plugin only for the life of its run."""
+        if self.plugin_name is not None:
+            self.manager.unregister(self.plugin_name)
+            self.plugin_name = None
+
+
+class BackendWorker:
+    """Delivers one backend's share of a journal on its own daemon thread (see the module doc).
+
+    ``action`` is ``open`` (the primary opens the run at ``entry``, its target) or ``attach``
+    (``entry`` is the backend's entry in the run handle); ``on_opened`` hears the result.
+    """
+
+    def __init__(
+        self,
+        slot: BackendSlot,
+        stream: Stream,
+        acks: Acks,
+        *,
+        action: str,
+        entry: Mapping[str, Any],
+        prefix: str,
+        poll: float,
+        on_opened: Callable[[str, Any], None] | None = None,
+        max_retry_delay: float = MAX_RETRY_DELAY,
+    ) -> None:
+        self.name = slot.spec.name
+        self.slot = slot
+        self.context = slot.context
+        self.stream = stream
+        self.acks = acks
+        self.action = action
+        self.entry = dict(entry)
+        self.prefix = prefix
+        self.poll = poll
+        self.on_opened = on_opened
+        self.max_batch = slot.spec.max_batch or MAX_BATCH
+        self.batch_interval = slot.spec.batch_interval or 0.0
+        self.max_retry_delay = max_retry_delay
+        self.failures = FailureLog(self.name)
+        self.ready = False
+        self.final = False
+        self.consecutive_failures = 0
+        self.attempts = 0
+        self.down_since: float | None = None
+        self.owed_sections: dict[int, str] = {}
+        self._pending: deque[dict[str, Any]] = deque()
+        self._last_delivery = 0.0
+        self._urgent = 0
+        self._rejected_keys: set[str] = set()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._progress = threading.Condition()
+        self._thread = threading.Thread(target=self._run, name=f"tracking-core-{self.name}", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    @property
+    def circuit_open(self) -> bool:
+        return self.consecutive_failures >= BREAKER_THRESHOLD
+
+    @property
+    def progress(self) -> Any:
+        return self.acks.progress[self.name]
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+
+    def join(self, timeout: float) -> None:
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+
+    # -- waiting for it ---------------------------------------------------------------------
+    def drain(self, target_n: int, deadline: float | None) -> bool:
+        """Wait until every record up to ``target_n`` is done; False at ``deadline``, or as soon
+        as the backend is down (its circuit open) and one more probe since this call failed."""
+        with self._progress:
+            self._urgent += 1
+            probe_mark = self.attempts
+        self._wake.set()
+        try:
+            with self._progress:
+                while self.progress.n < target_n:
+                    if self._stop.is_set() and not self._thread.is_alive():
+                        return False
+                    if self.circuit_open and self.attempts > probe_mark:
+                        return False
+                    remaining = None if deadline is None else deadline - time.monotonic()
+                    if remaining is not None and remaining <= 0:
+                        return False
+                    self._progress.wait(0.05 if remaining is None else min(0.05, remaining))
+            return True
+        finally:
+            with self._progress:
+                self._urgent -= 1
+
+    # -- the thread -------------------------------------------------------------------------
+    def _run(self) -> None:
+        try:
+            if not self._connect():
+                return
+            while not self._stop.is_set():
+                batch = self._next_batch()
+                if not batch:
+                    self._wake.wait(self.poll)
+                    self._wake.clear()
+                    continue
+                self._deliver(batch)
+        except Exception:  # noqa: BLE001 - the worker must never die silently
+            log.exception("tracking-core's worker for %r hit an internal error", self.name)
+
+    def _connect(self) -> bool:
+        hook = "open_run" if self.action == "open" else "attach_run"
+        kwargs: dict[str, Any] = {"run": self.context}
+        if hook == "open_run":
+            kwargs["target"] = self.entry
+        else:
+            kwargs["attach"] = self.entry
+        delay = 0.1
+        while not self._stop.is_set():
+            ok, result = self._try(hook, **kwargs)
+            if ok:
+                self.ready = True
+                # A tracker in this process (thread delivery) registers its own exit teardown
+                # when it opens: ours must still run first.
+                lifecycle.exit_hook_last()
+                if self.on_opened is not None and result is not None:
+                    self.on_opened(self.name, result)
+                return True
+            self._sleep(delay)
+            delay = min(delay * 2, self.max_retry_delay)
+        return False
+
+    def _sleep(self, delay: float) -> None:
+        """Back off, unless a drain wants the next probe now."""
+        if self._urgent and self.attempts and not self.circuit_open:
+            delay = min(delay, 0.05)
+        self._wake.wait(delay)
+        self._wake.clear()
+
+    def _fill(self) -> None:
+        if not self._pending:
+            progress = self.progress
+            for entry in self.stream.take(READ_AHEAD, final=self.final):
+                if not progress.done(entry["n"]):
+                    self._pending.append(entry)
+
+    def _next_batch(self) -> list[dict[str, Any]]:
+        self._fill()
+        if not self._pending:
+            return []
+        if self._pending[0]["t"] != "row":
+            return [self._pending.popleft()]
+        if self._hold_back():
+            return []
+        batch: list[dict[str, Any]] = []
+        values = 0
+        while self._pending and self._pending[0]["t"] == "row" and values < self.max_batch:
+            entry = self._pending.popleft()
+            batch.append(entry)
+            values += len(entry["m"])
+            if not self._pending:
+                self._fill()
+        return batch
+
+    def _hold_back(self) -> bool:
+        """Let rows gather a while longer for a backend whose every call costs much
+        (``batch_interval``), unless a full batch waits, a non-row is queued or a drain runs."""
+        if not self.batch_interval or self._urgent:
+            return False
+        if time.monotonic() - self._last_delivery >= self.batch_interval:
+            return False
+        if any(e["t"] != "row" for e in self._pending):
+            return False
+        return sum(len(e["m"]) for e in self._pending) < self.max_batch
+
+    # -- delivering -------------------------------------------------------------------------
+    def _try(self, hook: str, **kwargs: Any) -> tuple[bool, Any]:
+        """One call; failures are counted, reported once per kind, and feed the breaker."""
+        with self._progress:
+            self.attempts += 1
+        try:
+            result = self.slot.call(hook, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - failure isolation
+            self.failures.record(hook, exc)
+            self.consecutive_failures += 1
+            if self.consecutive_failures == BREAKER_THRESHOLD:
+                self.down_since = time.monotonic()
+                log.warning(
+                    "backend %r failed %d times in a row: bypassed for now, probing every "
+                    "%.0f s at most; its records wait in the journal",
+                    self.name,
+                    BREAKER_THRESHOLD,
+                    self.max_retry_delay,
+                )
+            with self._progress:
+                self._progress.notify_all()
+            return False, exc
+        if self.down_since is not None:
+            log.warning(
+                "backend %r is back after %.1f s; delivering what it missed",
+                self.name,
+                time.monotonic() - self.down_since,
+            )
+            self.down_since = None
+        self.consecutive_failures = 0
+        return True, result
+
+    def _call(self, batch: list[dict[str, Any]]) -> tuple[bool, Any]:
+        kind = batch[0]["t"]
+        if kind == "row":
+            records = [r for e in batch for r in records_of(e, self.prefix, self.context.role)]
+            return self._try("log_metrics", records=records, run=self.context)
+        if kind == "config":
+            section = section_from_dict(batch[0]["section"])
+            return self._try("log_config", config=section, role=section.role, run=self.context)
+        if kind == "end":
+            status = RunStatus(batch[0].get("status") or RunStatus.KILLED.value)
+            if not self.context.primary:
+                status = RunStatus.FINISHED  # a secondary only detaches
+            return self._try("close_run", status=status, run=self.context)
+        return True, None  # a record kind this version does not know: nothing to deliver
+
+    def _deliver(self, batch: list[dict[str, Any]]) -> None:
+        delay = 0.1
+        tries = 0
+        while not self._stop.is_set():
+            ok, _ = self._call(batch)
+            if ok:
+                self._done(batch, delivered=_values(batch))
+                return
+            tries += 1
+            if tries >= BREAKER_THRESHOLD and batch[0]["t"] != "end" and self._isolate(batch):
+                return
+            self._sleep(delay)
+            delay = min(delay * 2, self.max_retry_delay)
+
+    def _done(self, batch: list[dict[str, Any]], delivered: int = 0, rejected: int = 0, owed: bool = False) -> None:
+        progress = self.progress
+        numbers = {e["n"] for e in batch}
+        still_owed = [n for n in progress.owed if n not in numbers]
+        if owed:
+            still_owed += sorted(numbers)
+        self.acks.update(
+            self.name,
+            n=max(progress.n, batch[-1]["n"]),
+            delivered=progress.delivered + delivered,
+            rejected=progress.rejected + rejected,
+            owed=still_owed,
+        )
+        for n in numbers:
+            if owed and batch[0]["t"] == "config":
+                self.owed_sections[n] = str(batch[0]["section"].get("namespace"))
+            elif not owed:
+                self.owed_sections.pop(n, None)
+        self._last_delivery = time.monotonic()
+        with self._progress:
+            self._progress.notify_all()
+
+    def _isolate(self, batch: list[dict[str, Any]]) -> bool:
+        """Set aside what the backend refuses while it takes the rest; False when nothing gets
+        through (the backend is down: the batch stays and is retried)."""
+        if batch[0]["t"] == "row":
+            records = [r for e in batch for r in records_of(e, self.prefix, self.context.role)]
+            if len(records) > 1:
+                return self._isolate_records(batch, records)
+        probe = self._next_batch_now()
+        if not probe or probe[0]["t"] == "end":
+            # Nothing after it to tell a refusal from an outage (the close is no probe: nothing
+            # may follow it): keep retrying; what is left at the end stays in the journal.
+            self._pending.extendleft(reversed(probe))
+            return False
+        ok, _ = self._call(probe)
+        if not ok:
+            self._pending.extendleft(reversed(probe))
+            return False
+        # The backend took the next batch: it is up, and refuses this one.
+        self._set_aside(batch)
+        self._done(probe, delivered=_values(probe))
+        return True
+
+    def _next_batch_now(self) -> list[dict[str, Any]]:
+        with self._progress:
+            self._urgent += 1
+        try:
+            return self._next_batch()
+        finally:
+            with self._progress:
+                self._urgent -= 1
+
+    def _isolate_records(self, batch: list[dict[str, Any]], records: list[MetricRecord]) -> bool:
+        failed: list[tuple[MetricRecord, BaseException]] = []
+        delivered = 0
+        for record in records:
+            ok, exc = self._try("log_metrics", records=[record], run=self.context)
+            if ok:
+                delivered += 1
+            else:
+                failed.append((record, exc))
+                if not delivered and len(failed) >= BREAKER_THRESHOLD + 1:
+                    return False  # nothing gets through: down, not bad data
+        if not delivered:
+            return False
+        refused = []
+        for record, _ in failed:
+            ok, again = self._try("log_metrics", records=[record], run=self.context)
+            if ok:
+                delivered += 1
+            else:
+                refused.append((record, again))
+        for record, exc in refused:
+            self._report_rejected(record.name, exc)
+        self._done(batch, delivered=delivered, rejected=len(refused))
+        return True
+
+    def _set_aside(self, batch: list[dict[str, Any]]) -> None:
+        ok, exc = self._call(batch)  # one last try now that the backend is known to be up
+        if ok:
+            self._done(batch, delivered=_values(batch))
+        elif batch[0]["t"] == "config":
+            namespace = batch[0]["section"].get("namespace")
+            log.warning(
+                "backend %r refuses config section %r (%s: %s) while it takes other records; "
+                "the section stays in the journal for `tracking-core sync`",
+                self.name,
+                namespace,
+                type(exc).__name__,
+                exc,
+            )
+            self._done(batch, owed=True)
+        else:
+            records = [r for e in batch for r in records_of(e, self.prefix, self.context.role)]
+            for record in records:
+                self._report_rejected(record.name, exc)
+            self._done(batch, rejected=len(records))
+
+    def _report_rejected(self, key: str, exc: BaseException) -> None:
+        if key not in self._rejected_keys:
+            self._rejected_keys.add(key)
+            log.warning(
+                "backend %r rejects metric %r (%s: %s): its values are skipped for this backend "
+                "only and counted in the finish summary",
+                self.name,
+                key,
+                type(exc).__name__,
+                exc,
+            )
+
+    def report(self) -> dict[str, Any]:
+        """This backend's counters for the summary (plain data: it crosses processes)."""
+        p = self.progress
+        return {
+            "n": p.n,
+            "delivered": p.delivered,
+            "rejected": p.rejected,
+            "failures": dict(self.failures.counts),
+            "missing_configs": [self.owed_sections.get(n, f"#{n}") for n in p.owed],
+            "ready": self.ready,
+            "circuit_open": self.circuit_open,
+        }

@@ -1,0 +1,79 @@
+"""Every ``TRACKING_CORE_*`` environment variable, read in one place.
+
+Each is read when it is needed (not at import), so a process that sets one before starting a
+run is heard. The README's settings table lists the same names.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+log = logging.getLogger("tracking_core.settings")
+
+BACKENDS = "TRACKING_CORE_BACKENDS"
+DIR = "TRACKING_CORE_DIR"
+KEY_STYLE = "TRACKING_CORE_KEY_STYLE"
+RUN = "TRACKING_CORE_RUN"
+DELIVERY = "TRACKING_CORE_DELIVERY"
+EXIT_TIMEOUT = "TRACKING_CORE_EXIT_TIMEOUT"
+SEGMENT_BYTES = "TRACKING_CORE_SEGMENT_BYTES"
+WRITER = "TRACKING_CORE_WRITER"
+DISABLE_PLUGINS = "TRACKING_CORE_DISABLE_PLUGINS"
+TRACE_PLUGINS = "TRACKING_CORE_TRACE_PLUGINS"
+SECRET_PATTERNS = "TRACKING_CORE_SECRET_PATTERNS"
+SECRET_KEYS = "TRACKING_CORE_SECRET_KEYS"
+ALLOW_KEYS = "TRACKING_CORE_ALLOW_KEYS"
+SLIME = "TRACKING_CORE_SLIME"
+
+#: name -> what it does, for the README's table and ``tracking-core --help``.
+ALL = {
+    BACKENDS: "trackers to log to, comma-separated (like --tracking-backends)",
+    DIR: "where local run data goes (like --tracking-dir; default ./tracking-runs)",
+    KEY_STYLE: "config key style: default or slime (like --tracking-key-style)",
+    RUN: "the run handle a process attaches with (set by start_run for child processes)",
+    DELIVERY: "process (default) or thread: where the trackers' client code runs",
+    EXIT_TIMEOUT: "seconds an exiting or orphaned writer spends delivering (default 30)",
+    SEGMENT_BYTES: "journal segment size in bytes (default 8 MiB)",
+    WRITER: "1/0: force this process to be (or not be) its role's writer",
+    DISABLE_PLUGINS: "plugins not to load, comma-separated entry-point names",
+    TRACE_PLUGINS: "1: trace every hook call to the tracking_core.trace logger",
+    SECRET_PATTERNS: "extra value patterns to redact (regexes, comma-separated)",
+    SECRET_KEYS: "extra key names to treat as secrets",
+    ALLOW_KEYS: "key names never to treat as secrets",
+    SLIME: "1: put the slime drop-ins in place in every process (set by slime_integration.install)",
+}
+
+DEFAULT_EXIT_TIMEOUT = 30.0
+DEFAULT_SEGMENT_BYTES = 8 << 20
+
+
+def get(name: str) -> str | None:
+    """The variable's value, stripped; None when unset or empty."""
+    value = os.environ.get(name, "").strip()
+    return value or None
+
+
+def _number(name: str, default: float, minimum: float) -> float:
+    text = get(name)
+    if text is None:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        log.warning("$%s=%r is not a number; using %s", name, text, default)
+        return default
+    return max(minimum, value)
+
+
+def exit_timeout() -> float:
+    return _number(EXIT_TIMEOUT, DEFAULT_EXIT_TIMEOUT, 0.0)
+
+
+def segment_bytes() -> int:
+    return int(_number(SEGMENT_BYTES, DEFAULT_SEGMENT_BYTES, 4096))
+
+
+def names(name: str) -> set[str]:
+    """A comma-separated variable as a set of names."""
+    return {n.strip() for n in (get(name) or "").split(",") if n.strip()}

@@ -1,0 +1,90 @@
+"""What ``finish`` achieved: per backend, what was delivered, rejected, and what is missing."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from .records import RunStatus
+
+
+class _Counts(Protocol):
+    logged: int
+    not_journaled: int
+    skipped: Mapping[str, int]
+
+
+@dataclass
+class FinishSummary:
+    """``backends[name]`` holds ``delivered``, ``undelivered`` and ``rejected`` value counts,
+    ``failures`` (kind -> count), ``missing_configs`` (namespaces still owed) and ``closed``.
+    ``journal`` is the journal folder kept for ``tracking-core sync`` (None when complete);
+    ``not_journaled`` counts records that reached delivery only in memory (a full disk)."""
+
+    status: RunStatus
+    drained: bool
+    logged: int = 0
+    journal: str | None = None
+    skipped: dict[str, int] = field(default_factory=dict)
+    not_journaled: int = 0
+    bad_lines: int = 0
+    backends: dict[str, dict[str, Any]] = field(default_factory=dict)
+    outstanding: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_report(cls, status: RunStatus, counts: _Counts, report: Mapping[str, Any], names: Sequence[str]) -> FinishSummary:
+        outstanding = dict(report.get("outstanding") or {})
+        end_n = report.get("end_n")
+        summary = cls(
+            status,
+            drained=bool(report) and not outstanding or not names,
+            logged=counts.logged,
+            journal=report.get("journal") if outstanding else None,
+            skipped=dict(counts.skipped),
+            not_journaled=counts.not_journaled,
+            bad_lines=int(report.get("bad_lines") or 0),
+            outstanding=outstanding,
+        )
+        for name in names:
+            info = dict((report.get("backends") or {}).get(name) or {})
+            delivered = int(info.get("delivered", 0))
+            rejected = int(info.get("rejected", 0))
+            summary.backends[name] = {
+                "delivered": delivered,
+                "undelivered": max(0, counts.logged - delivered - rejected),
+                "rejected": rejected,
+                "failures": dict(info.get("failures") or {}),
+                "missing_configs": list(info.get("missing_configs") or []),
+                "closed": end_n is not None and int(info.get("n", -1)) >= int(end_n),
+                "circuit_open": bool(info.get("circuit_open")),
+            }
+        return summary
+
+    def describe(self) -> str:
+        if not self.backends:
+            return f"run {self.status.value}; no backends"
+        parts = []
+        for name, info in self.backends.items():
+            text = f"{name}: {info['delivered']} of {self.logged} values delivered"
+            if info["rejected"]:
+                text += f", {info['rejected']} rejected by the tracker (see the warnings)"
+            if info["undelivered"]:
+                text += f", {info['undelivered']} NOT delivered"
+            if info["missing_configs"]:
+                text += f", config {', '.join(info['missing_configs'])} NOT delivered"
+            if not info["closed"]:
+                text += ", close NOT acknowledged"
+            if info["failures"]:
+                text += ", failures: " + ", ".join(f"{k} x{v}" for k, v in info["failures"].items())
+            parts.append(text)
+        text = f"run {self.status.value}; " + "; ".join(parts)
+        if self.skipped:
+            text += f"; non-numeric values skipped: {sum(self.skipped.values())}"
+        if self.not_journaled:
+            text += f"; {self.not_journaled} records could not be journaled (disk) and went from memory"
+        if self.bad_lines:
+            text += f"; {self.bad_lines} unreadable journal line(s) skipped"
+        if self.journal:
+            text += f"; what is missing is kept in {self.journal}: run `tracking-core sync`"
+        return text
