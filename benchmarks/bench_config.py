@@ -27,16 +27,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tracking_core.config import (  # noqa: E402
-    build_section,
-    config_json,
-    config_text,
-    mlflow_params,
-    redact,
-    tensorboard_hparams,
-    to_plain,
-    wandb_config,
-)
+from tracking_mlflow.keys import mlflow_params  # noqa: E402
+from tracking_tensorboardx.hparams import tensorboard_hparams  # noqa: E402
+from tracking_wandb.config import wandb_config  # noqa: E402
+
+from tracking_core.config import build_section, config_json, config_text, redact, to_plain  # noqa: E402
 
 GOAL_MS = 20.0
 
@@ -78,7 +73,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=50)
     opts = parser.parse_args(argv)
     # The shapes name every key they leave out in a warning; printing those is not what is timed.
-    logging.getLogger("tracking_core.config").setLevel(logging.ERROR)
+    for name in ("tracking_core.config", "tracking_core.mlflow", "tracking_core.backends"):
+        logging.getLogger(name).setLevel(logging.ERROR)
 
     namespaces = _load_namespaces()
     rows: list[tuple[str, str, float, float, float]] = []

@@ -32,7 +32,7 @@ The functions here keep those signatures and that contract, on top of tracking-c
   open for the others. Processes that never call it (slime's training actors) still deliver what
   they logged: their delivery workers run on their own schedule, and the primary's
   ``finish_tracking`` first waits (bounded) until every live writer of the run on its node has
-  delivered everything (``tracking_core.peers``); tracking-core also finishes open runs at
+  delivered everything (``tracking_core.delivery.sync.await_peers``); tracking-core also finishes open runs at
   interpreter exit and on SIGTERM. When Ray kills an
   actor too fast even for that, its records are in its journal: ``tracking-core sync`` delivers
   them, each exactly once.
@@ -379,7 +379,7 @@ def log(args: Any, metrics: Mapping[str, Any], step_key: str) -> None:
 
 def finish_tracking(args: Any) -> None:
     """slime's ``finish_tracking``: the primary ends the run (once the training actors' last
-    records arrived: see ``tracking_core.peers``); a secondary delivers what this process
+    records arrived: see ``tracking_core.delivery.sync.await_peers``); a secondary delivers what this process
     logged and detaches, leaving the run open for the others. Never raises."""
     entry = _entry_for(args)
     if entry is None:

@@ -18,7 +18,13 @@ hookimpl = pluggy.HookimplMarker(PROJECT)
 
 from .context import RunContext  # noqa: E402
 from .delivery.modes import DeliveryUnavailable  # noqa: E402
-from .errors import BackendUnavailable, PluginLoadError, TrackingError, UnknownBackend  # noqa: E402
+from .errors import (  # noqa: E402
+    BackendUnavailable,
+    PluginLoadError,
+    RunNotOpenYet,
+    TrackingError,
+    UnknownBackend,
+)
 from .handle import RUN_ENV, RunHandle  # noqa: E402
 from .options import HostParser, add_tracking_options  # noqa: E402
 from .plugins import get_plugin_manager  # noqa: E402
@@ -40,6 +46,7 @@ __all__ = [
     "Run",
     "RunContext",
     "RunHandle",
+    "RunNotOpenYet",
     "RunStatus",
     "TrackingError",
     "UnknownBackend",

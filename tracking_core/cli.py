@@ -1,7 +1,8 @@
 """The ``tracking-core`` command: plugins, show, diff, sync, demo.
 
-Each subcommand imports what it needs when it runs, so ``tracking-core plugins`` stays cheap and
-never imports a tracker library.
+Each subcommand imports what it needs when it runs: building the parser imports no plugin, no
+adapter and no tracker library (the demo's own options are parsed by the demo's parser, built
+only when the command is ``demo``), so ``tracking-core plugins`` and ``--help`` stay cheap.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from collections.abc import Sequence
 
@@ -74,27 +76,34 @@ def _cmd_diff(ns: argparse.Namespace) -> int:
 
 
 def _cmd_sync(ns: argparse.Namespace) -> int:
-    from .sync import sync
-
     path = ns.path or opts.tracking_dir(ns)
+    if not os.path.exists(path):
+        where = "" if ns.path else " (the tracking directory: --tracking-dir / $TRACKING_CORE_DIR)"
+        print(f"tracking-core sync: {path} does not exist{where}", file=sys.stderr)
+        return 2
+    from .delivery.sync import sync
+
     report = sync(path, stream=None if ns.quiet else sys.stderr)
     print(
-        f"synced {report.records} records and {report.configs} configs from {report.journals} "
-        f"journal(s) under {path}; {len(report.removed)} complete journal(s) removed"
+        f"synced {report.records} values from {report.journals} journal(s) under {path}; "
+        f"{len(report.removed)} complete journal(s) removed"
     )
     for item in report.opened:
         print(f"  opened the run in {item.split(':', 1)[1]} (it was never reached)")
     for item in report.skipped_live:
-        print(f"  skipped {item}: still held by a running process")
+        print(f"  skipped {item}")
     for error in report.errors:
         print(f"  ERROR {error}", file=sys.stderr)
     return 1 if report.errors else 0
 
 
 def _cmd_demo(ns: argparse.Namespace) -> int:
+    # The demo's options (its hyperparameters and every plugin's tracking options) are its own
+    # parser's: building them loads the plugins, which only this command needs.
+    from slime_integration.demo.driver import build_parser as demo_parser
     from slime_integration.demo.driver import run_demo
 
-    return run_demo(ns)
+    return run_demo(demo_parser().parse_args(ns.demo_argv))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -127,22 +136,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=_cmd_sync)
 
+    # No arguments here: everything after `demo` (its --help included) goes to the demo's own
+    # parser when the command runs (see _cmd_demo and main).
     p = sub.add_parser(
         "demo",
-        help="run a slime-shaped PPO job on CPU (driver, actor and critic groups)",
+        add_help=False,
+        help="run a slime-shaped PPO job on CPU (driver, actor and critic groups); "
+        "`tracking-core demo --help` lists its options",
         description="A small real PPO job: a driver (the primary), an actor group and a critic "
         "group, each its own gloo world under torch's elastic launcher.",
     )
-    from slime_integration.demo.driver import add_demo_arguments
-
-    add_demo_arguments(p)
-    p.set_defaults(func=_cmd_demo)
+    p.set_defaults(func=_cmd_demo, demo_argv=[])
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    ns = parser.parse_args(argv)
+    ns, extra = parser.parse_known_args(argv)
+    if ns.func is _cmd_demo:
+        ns.demo_argv = extra
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     logging.basicConfig(
         level=logging.INFO if ns.verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",

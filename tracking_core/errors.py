@@ -41,3 +41,9 @@ class BackendUnavailable(TrackingError, ImportError):
 
 class PluginLoadError(TrackingError):
     """A plugin could not be loaded; raised only when the user selects one of its backends."""
+
+
+class RunNotOpenYet(TrackingError, RuntimeError):
+    """Raised by a secondary's ``attach_run`` while the primary has not opened the job's run in
+    that tracker yet. Not a failure: the attach is tried again shortly, records wait in the
+    journal, and nothing is reported unless it lasts."""

@@ -1,24 +1,50 @@
-"""Named backends offered by plugins, and turning a selected name into a backend instance."""
+"""Named backends offered by plugins, and turning a selected name into a backend instance.
+
+A backend may also declare its **target** (``register(..., target="module:function")``): where
+its run goes, computed in the training process when a run starts, before (and without) any
+connection to the tracker, so that the run handle says where each backend's run is even while the
+backend has not opened it yet.
+"""
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from .errors import BackendUnavailable, UnknownBackend
 
 log = logging.getLogger("tracking_core.registry")
 
 BackendFactory = Callable[..., Any]
+#: ``target(run: RunContext) -> dict``: where the backend's run goes (see :class:`BackendSpec`).
+BackendTarget = Callable[..., Mapping[str, Any]]
+
+
+def _resolve(ref: Any) -> Any:
+    """A callable as given, or the object a ``"module:attribute"`` string names (imported now)."""
+    if callable(ref):
+        return ref
+    module_name, _, attr = str(ref).partition(":")
+    obj: Any = importlib.import_module(module_name)
+    for part in attr.split(".") if attr else ():
+        obj = getattr(obj, part)
+    return obj
 
 
 @dataclass(frozen=True)
 class BackendSpec:
-    """A backend a plugin offers: its name, how to build it and what it needs installed."""
+    """A backend a plugin offers: its name, how to build it and what it needs installed.
+
+    ``target``, when declared, computes where this backend's run goes from the run's options and
+    environment: ``target(run: RunContext) -> dict``, JSON-serialisable, never a credential
+    (URIs without ``user:password@``). It runs in the training process when a run starts, so it
+    must not import the tracker library nor connect anywhere. The primary's ``open_run`` gets the
+    dict back as its ``target`` argument and opens the run there.
+    """
 
     name: str
     factory: BackendFactory | str
@@ -28,6 +54,7 @@ class BackendSpec:
     description: str = ""
     max_batch: int | None = None
     batch_interval: float | None = None
+    target: BackendTarget | str | None = None
 
     def missing(self) -> list[str]:
         """Import names of ``requires`` that are not installed (checked without importing)."""
@@ -42,13 +69,14 @@ class BackendSpec:
         return out
 
     def resolve_factory(self) -> BackendFactory:
-        if callable(self.factory):
-            return self.factory
-        module_name, _, attr = self.factory.partition(":")
-        obj: Any = importlib.import_module(module_name)
-        for part in attr.split(".") if attr else ():
-            obj = getattr(obj, part)
-        return obj
+        """The factory (a ``"module:attribute"`` string is imported now)."""
+        return cast(BackendFactory, _resolve(self.factory))
+
+    def resolve_target(self) -> BackendTarget | None:
+        """The target function, or None when the backend declares none."""
+        if self.target is None:
+            return None
+        return cast(BackendTarget, _resolve(self.target))
 
 
 @dataclass
@@ -70,6 +98,7 @@ class BackendRegistrar:
         description: str = "",
         max_batch: int | None = None,
         batch_interval: float | None = None,
+        target: BackendTarget | str | None = None,
     ) -> None:
         if not name or "," in name or name != name.strip():
             raise ValueError(
@@ -97,6 +126,7 @@ class BackendRegistrar:
             description=description,
             max_batch=max_batch,
             batch_interval=batch_interval,
+            target=target,
         )
 
 

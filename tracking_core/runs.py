@@ -32,7 +32,7 @@ from .delivery.intake import Intake
 from .delivery.journal import JOURNAL_DIR, JournalUnavailable, JournalWriter
 from .delivery.modes import Delivery, delivery_mode, start_delivery
 from .delivery.plan import BackendPlan, Plan, context_to_dict, plain
-from .handle import ARGS_ATTR, RUN_ENV, RunHandle, find_handle
+from .handle import ARGS_ATTR, HANDLE_FILE, RUN_ENV, RunHandle, find_handle
 from .plugins import PluginManager, get_plugin_manager
 from .records import ConfigSection, RunStatus
 from .registry import BackendSpec
@@ -151,13 +151,18 @@ class Run:
             prefix=prefix,
             backends=[
                 BackendPlan(
-                    s.name, context_to_dict(contexts[s.name]), actions.get(s.name, "attach"), dict(handle.backends.get(s.name) or {})
+                    s.name,
+                    context_to_dict(contexts[s.name]),
+                    actions.get(s.name, "attach"),
+                    dict(handle.backends.get(s.name) or {}),
+                    pending=s.name in handle.pending,
                 )
                 for s in specs
             ],
             on_disk=writer is not None,
             poll=flush_interval,
             exit_timeout=self.exit_timeout,
+            handle_file=str(handle.run_dir / HANDLE_FILE),
         )
         self._delivery: Delivery | None = None
         if specs:

@@ -16,5 +16,6 @@ def register_backends(register):  # type: ignore[no-untyped-def]
     register(
         "jsonl",
         "tracking_jsonl.backend:JsonlBackend",
+        target="tracking_jsonl.backend:target",
         description="JSON-lines files under the tracking directory (no dependency)",
     )

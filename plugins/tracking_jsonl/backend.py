@@ -18,6 +18,12 @@ def run_dir(tracking_dir: str | os.PathLike[str], run_id: str) -> Path:
     return Path(tracking_dir) / "jsonl" / run_id
 
 
+def target(run: RunContext) -> dict[str, str]:
+    """``{"dir": ...}``: the run's directory, absolute, so that every process (and ``sync`` from
+    any working directory) writes the same files."""
+    return {"dir": str(run_dir(run.tracking_dir, run.run_id).absolute())}
+
+
 class JsonlBackend:
     def __init__(self, run: RunContext) -> None:
         self.dir = run_dir(run.tracking_dir, run.run_id)
@@ -33,7 +39,9 @@ class JsonlBackend:
         os.write(self._fd, data.encode())
 
     @hookimpl
-    def open_run(self, run: RunContext) -> dict[str, Any]:
+    def open_run(self, run: RunContext, target: Mapping[str, Any] | None) -> dict[str, Any]:
+        if target and target.get("dir"):
+            self.dir = Path(target["dir"])
         self.dir.mkdir(parents=True, exist_ok=True)
         meta = {"run_id": run.run_id, "name": run.name, "created": time.time(), "tags": dict(run.tags)}
         (self.dir / "run.json").write_text(json.dumps(meta, indent=2, sort_keys=True))

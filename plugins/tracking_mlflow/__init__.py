@@ -10,18 +10,24 @@ Importing this package never imports mlflow: the backend class lives in
 name); ``--mlflow-tags k=v,k2=v2`` (added to the run's tags). Credentials
 (``MLFLOW_TRACKING_TOKEN``, ``MLFLOW_TRACKING_USERNAME``/``PASSWORD``) are read by MLflow itself
 and never logged; a tracking URI that embeds ``user:password@`` is stored in the run handle
-without them (each process then needs them from its own environment).
+without them (each process then needs them from its own environment). All of this is decided
+once, in the training process when the run starts, without mlflow: the backend's target
+(:func:`tracking_mlflow.settings.target`: ``{tracking_uri, experiment}`` or ``{tracking_uri,
+experiment_id}``), which the run handle keeps and ``open_run`` opens the run in, whatever the
+environment of the process that opens it says.
 
-**One run per job.** The primary creates the run (or finds the one it created before, by the
-tag ``tracking_core.run_id``) and returns ``{tracking_uri, run_id, experiment_id, experiment}``
-for the run handle. Secondaries attach by run id and never create a run. Only the primary sets the
+**One run per job.** The primary creates the run in the target (or finds the one it created
+before, by the tag ``tracking_core.run_id``) and returns ``{tracking_uri, run_id, experiment_id,
+experiment}`` for the run handle. Secondaries attach by run id and never create a run; one that
+has only the target (the primary's open not reported yet) finds the run by that tag in the
+target's experiment, or fails with "not open yet" and is retried. Only the primary sets the
 final status (FINISHED, FAILED, KILLED).
 
-**Config.** Params come from the config pipeline's MLflow shaping, in batches of at most 100;
-the whole namespace goes to the artifact ``config/<namespace>.json``; keys the shaping renamed or
-values it cut are listed in ``config/<namespace>.mlflow-keys.json`` (and warned about). A param
-logged again with the same value is skipped; a *changed* value cannot be stored (MLflow params are
-immutable): the param keeps its first value, the new one is recorded in the tag
+**Config.** Params are shaped by MLflow's rules (:mod:`tracking_mlflow.keys`), in batches of at
+most 100; the whole namespace goes to the artifact ``config/<namespace>.json``; keys the shaping
+renamed or values it cut are listed in ``config/<namespace>.mlflow-keys.json`` (and warned
+about). A param logged again with the same value is skipped; a *changed* value cannot be stored
+(MLflow params are immutable): the param keeps its first value, the new one is recorded in the tag
 ``config_changed/<key>`` and in ``config/<namespace>.changes-<time>.json``, with a warning.
 
 **Metrics.** ``log_batch`` requests of at most 1000 metrics; keys shaped like param keys
@@ -45,6 +51,8 @@ def register_backends(register: BackendRegistrar) -> None:
     register(
         "mlflow",
         "tracking_mlflow.backend:MlflowBackend",
+        # Where the run goes, decided at start without mlflow (the URI without credentials).
+        target="tracking_mlflow.settings:target",
         requires=["mlflow"],
         extra="mlflow",
         description="MLflow: a tracking server, or the embedded SQLite store in the tracking dir",

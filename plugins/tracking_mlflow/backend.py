@@ -31,15 +31,11 @@ from dataclasses import replace
 from typing import Any, TypeVar
 
 from tracking_core import ConfigSection, MetricRecord, RunContext, RunStatus, hookimpl
-from tracking_core.config import (
-    MlflowKeyShaper,
-    artifact_path,
-    config_json,
-    mlflow_key,
-    mlflow_params,
-)
+from tracking_core.config import artifact_path, config_json
+from tracking_core.errors import RunNotOpenYet
 
 from . import settings
+from .keys import MlflowKeyShaper, mlflow_key, mlflow_params
 
 settings.apply_env_defaults()
 
@@ -130,8 +126,24 @@ class MlflowBackend:
         return self.client, self.run_id
 
     # -- the run -------------------------------------------------------------------------------
-    def _experiment_id(self, client: MlflowClient, run: RunContext, uri: str) -> str:
-        name, experiment_id = settings.experiment(run)
+    @staticmethod
+    def _store(run: RunContext, where: Mapping[str, Any]) -> str:
+        """The URI to connect to for a target or handle entry: its own, with the credentials
+        this process has for that store (a target never carries them)."""
+        uri = where.get("tracking_uri")
+        if not uri:
+            raise ValueError(
+                f"MLflow target {dict(where)!r} has no tracking_uri: the run handle does not say "
+                "where the job's MLflow run is (set --mlflow-tracking-uri / $MLFLOW_TRACKING_URI "
+                "to the job's store)"
+            )
+        return settings.attach_uri(run, str(uri))
+
+    def _experiment_id(
+        self, client: MlflowClient, run: RunContext, uri: str, where: Mapping[str, Any]
+    ) -> str:
+        """The experiment the target names, created if it does not exist (primary only)."""
+        name, experiment_id = settings.target_experiment(where)
         if experiment_id is not None:
             experiment = self._call(client.get_experiment, experiment_id)
             self.experiment_name = experiment.name
@@ -153,13 +165,20 @@ class MlflowBackend:
                 experiment = self._call(client.get_experiment_by_name, name)
                 if experiment is None:
                     raise
-        if experiment.lifecycle_stage == "deleted":
-            raise RuntimeError(
-                f"MLflow experiment {name!r} (id {experiment.experiment_id}) is deleted: restore it "
-                f"(`mlflow experiments restore --experiment-id {experiment.experiment_id}`) or "
-                "choose another with --mlflow-experiment / $MLFLOW_EXPERIMENT_NAME"
-            )
+        _check_not_deleted(experiment)
         return str(experiment.experiment_id)
+
+    def _find_experiment(self, client: MlflowClient, where: Mapping[str, Any]) -> Any:
+        """The experiment the target names, or None where it does not exist (never created)."""
+        name, experiment_id = settings.target_experiment(where)
+        if experiment_id is None:
+            return self._call(client.get_experiment_by_name, name)
+        try:
+            return self._call(client.get_experiment, experiment_id)
+        except MlflowException as exc:
+            if _error_code(exc) == "RESOURCE_DOES_NOT_EXIST":
+                return None
+            raise
 
     def _run_tags(self, run: RunContext, run_name: str) -> dict[str, str]:
         tags: dict[str, str] = {
@@ -206,13 +225,17 @@ class MlflowBackend:
         }
 
     @hookimpl
-    def open_run(self, run: RunContext) -> dict[str, Any]:
-        """Create the job's run (or find the one this job created before) and return the handle
-        entry. Safe to call again after a failure: it never creates a second run for the job."""
-        uri = settings.tracking_uri(run)
+    def open_run(self, run: RunContext, target: Mapping[str, Any] | None) -> dict[str, Any]:
+        """Create the job's run where ``target`` says (:func:`tracking_mlflow.settings.target`,
+        computed when the run started), or find the one this job created there before, and
+        return the handle entry (the target's fields, the run id and the experiment's id and
+        name). Where this process's environment points does not matter. Safe to call again after
+        a failure: it never creates a second run for the job."""
+        where = target if target else settings.target(run)
+        uri = self._store(run, where)
         client = self._connect(uri)
         if self.run_id is None:
-            self.experiment_id = self._experiment_id(client, run, uri)
+            self.experiment_id = self._experiment_id(client, run, uri, where)
             existing = self._existing_run(client, run)
             if existing is not None:
                 self.run_id = existing.info.run_id
@@ -243,17 +266,21 @@ class MlflowBackend:
 
     @hookimpl
     def attach_run(self, run: RunContext, attach: Mapping[str, Any]) -> dict[str, Any] | None:
-        """Join the run named by the handle entry; never creates one. A primary that resumes the
-        run sets it RUNNING again; a secondary records which process writes its role."""
+        """Join the job's run named by ``attach``, the handle entry; a secondary never creates
+        one. A primary that resumes the run sets it RUNNING again; a secondary records which
+        process writes its role.
+
+        ``attach`` may be only the target (no ``run_id``: the primary's open has not been
+        reported yet). A secondary then finds the run by its tag ``tracking_core.run_id`` in the
+        target's experiment and returns the full entry, or raises :class:`RunNotOpenYet` while
+        the primary has not created it (the caller retries); a primary resuming opens it there
+        (idempotently: :meth:`open_run` finds its run by the same tag)."""
         run_id = attach.get("run_id")
-        handle_uri = attach.get("tracking_uri")
-        if not run_id or not handle_uri:
-            raise ValueError(
-                f"MLflow run handle entry {dict(attach)!r} lacks tracking_uri or run_id: the "
-                "primary's open_run did not succeed (start the run again, or run "
-                "`tracking-core sync`)"
-            )
-        client = self._connect(settings.attach_uri(run, str(handle_uri)))
+        if not run_id:
+            if run.primary:
+                return self.open_run(run, attach)
+            return self._attach_by_tag(run, attach)
+        client = self._connect(self._store(run, attach))
         found = self._call(client.get_run, str(run_id))
         self.run_id = found.info.run_id
         self.experiment_id = found.info.experiment_id
@@ -261,10 +288,37 @@ class MlflowBackend:
         if run.primary:
             self._reopen(client, found.info.status)
             return self._handle_entry()
+        self._tag_writer(client, run)
+        return None
+
+    def _attach_by_tag(self, run: RunContext, where: Mapping[str, Any]) -> dict[str, Any]:
+        uri = self._store(run, where)
+        client = self._connect(uri)
+        name, experiment_id = settings.target_experiment(where)
+        experiment = self._find_experiment(client, where)
+        if experiment is not None:
+            _check_not_deleted(experiment)
+            self.experiment_id = str(experiment.experiment_id)
+            self.experiment_name = experiment.name
+            found = self._existing_run(client, run)
+        else:
+            found = None
+        if found is None:
+            raise RunNotOpenYet(
+                f"MLflow: the job's run {run.run_id!r} is not open yet in experiment "
+                f"{name or experiment_id!r} at {settings.public_uri(uri)} (no run tagged "
+                f"{RUN_ID_TAG}={run.run_id}): the primary has not created it; {run.label} never "
+                "creates it and tries again"
+            )
+        self.run_id = found.info.run_id
+        self._tag_writer(client, run)
+        return self._handle_entry()
+
+    def _tag_writer(self, client: MlflowClient, run: RunContext) -> None:
         if run.role:
+            assert self.run_id is not None
             key = mlflow_key(f"tracking_core.writer/{run.role}")
             self._call(client.set_tag, self.run_id, key, run.label)
-        return None
 
     # -- config --------------------------------------------------------------------------------
     @hookimpl
@@ -409,6 +463,16 @@ class MlflowBackend:
             return
         client, run_id = self._need_run()
         self._call(client.set_terminated, run_id, status=RunStatus(status).value)
+
+
+def _check_not_deleted(experiment: Any) -> None:
+    if experiment.lifecycle_stage == "deleted":
+        raise RuntimeError(
+            f"MLflow experiment {experiment.name!r} (id {experiment.experiment_id}) is deleted: "
+            f"restore it (`mlflow experiments restore --experiment-id "
+            f"{experiment.experiment_id}`) or choose another with --mlflow-experiment / "
+            "$MLFLOW_EXPERIMENT_NAME"
+        )
 
 
 def _view_hint(uri: str, experiment_id: str | None, run_id: str | None) -> str:

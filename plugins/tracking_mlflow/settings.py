@@ -1,5 +1,10 @@
 """What the MLflow backend decides before it talks to MLflow: where, which experiment, which tags,
 how long a dead server may hold a call. Standard library only, so it is cheap to test.
+
+:func:`target` is the backend's declared target: computed once in the training process when the
+run starts (from the options and the environment *there*), saved in the run handle, and handed
+back to ``open_run``, so the run is opened in the job's store even from a process whose
+environment names another (``tracking-core sync`` from a shell without ``MLFLOW_TRACKING_URI``).
 """
 
 from __future__ import annotations
@@ -134,6 +139,31 @@ def experiment(run: RunContext) -> tuple[str | None, str | None]:
     if experiment_id:
         return None, experiment_id
     return DEFAULT_EXPERIMENT, None
+
+
+def target(run: RunContext) -> dict[str, str]:
+    """Where the job's MLflow run goes, without connecting: ``{"tracking_uri", "experiment"}``,
+    or ``{"tracking_uri", "experiment_id"}`` when only ``$MLFLOW_EXPERIMENT_ID`` names the
+    experiment. The URI is in its public form (never ``user:password@``)."""
+    name, experiment_id = experiment(run)
+    out = {"tracking_uri": public_uri(tracking_uri(run))}
+    if name is not None:
+        out["experiment"] = name
+    else:
+        assert experiment_id is not None
+        out["experiment_id"] = str(experiment_id)
+    return out
+
+
+def target_experiment(where: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    """(name, id) of the experiment a target or a handle entry names, exactly one of them set:
+    the id when it has one (exact: what the primary opened, or ``$MLFLOW_EXPERIMENT_ID``), else
+    the name, else the default name."""
+    experiment_id = where.get("experiment_id")
+    if experiment_id not in (None, ""):
+        return None, str(experiment_id)
+    name = where.get("experiment")
+    return (str(name) if name else DEFAULT_EXPERIMENT), None
 
 
 def parse_tags(value: Any) -> dict[str, str]:

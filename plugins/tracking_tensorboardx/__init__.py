@@ -9,7 +9,11 @@ HParams (one HParams session per role subdirectory, so the dashboard lines up ea
 with that role's metrics) and the complete config as text (tag ``config/<namespace>``).
 
 The log directory is ``--tensorboard-dir`` (Megatron and slime define it already; then theirs is
-reused), else slime's ``$TENSORBOARD_DIR``, else ``<tracking_dir>/tensorboard/<run name>``.
+reused), else slime's ``$TENSORBOARD_DIR``, else ``<tracking_dir>/tensorboard/<run name>``
+(``<run name>-<run id>`` when another run's events are there already), decided once, when the run
+starts, as the backend's target (:mod:`tracking_tensorboardx.logdir`): every writer of the job uses
+that directory.
+
 Nothing here imports tensorboardX: the backend module is imported only when ``tensorboard`` is
 selected (tensorboardX imports torch, ~1.6 s).
 """
@@ -36,6 +40,7 @@ def register_backends(register: BackendRegistrar) -> None:
     register(
         "tensorboard",
         "tracking_tensorboardx.backend:TensorBoardBackend",
+        target="tracking_tensorboardx.logdir:target",
         requires=("tensorboardX",),
         extra="tensorboard",
         description="TensorBoard event files (tensorboardX), one run subdirectory per role",

@@ -23,7 +23,6 @@ from __future__ import annotations
 import itertools
 import logging
 import os
-import re
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -41,9 +40,11 @@ from tensorboardX.proto.summary_pb2 import Summary, SummaryMetadata
 from tensorboardX.summary import text as text_summary
 
 from tracking_core import ConfigSection, MetricRecord, RunContext, RunStatus, hookimpl
-from tracking_core.config import LAUNCH, config_text, tensorboard_hparams
+from tracking_core.config import LAUNCH, config_text
 
-from . import DIR_DEST, DIR_ENV
+from .hparams import tensorboard_hparams
+from .logdir import default_logdir, safe_part
+from .logdir import target as run_target
 
 log = logging.getLogger("tracking_core.backends.tensorboard")
 
@@ -63,51 +64,12 @@ STATUS = {
     RunStatus.KILLED: api_pb2.Status.Value("STATUS_FAILURE"),
 }
 
-_UNSAFE = re.compile(r"[^A-Za-z0-9._@+=,-]+")
 _file_ids = itertools.count()
-
-
-def safe_part(name: str) -> str:
-    """One path component from a run name or role: no separators, no ``..``, never empty."""
-    part = _UNSAFE.sub("_", name).strip("._") or "_"
-    return part
 
 
 def run_subdir(role: str | None) -> str:
     """The TensorBoard run (subdirectory) a role writes: ``launch`` for the primary."""
     return PRIMARY_RUN if role is None else safe_part(role)
-
-
-def _has_events(path: Path) -> bool:
-    try:
-        return any(".tfevents." in p.name for p in path.rglob("*"))
-    except OSError:
-        return False
-
-
-def default_logdir(run: RunContext, *, avoid_reuse: bool = False) -> Path:
-    """``--tensorboard-dir``, else ``$TENSORBOARD_DIR``, else ``<tracking_dir>/tensorboard/<name>``.
-
-    An explicit directory is the run's log dir as given (as Megatron and slime use it). The
-    default is named for the run (its id unless it was given a name); with ``avoid_reuse`` a
-    name that already holds another run's event files gets the run id appended, so two jobs
-    called ``ppo`` do not interleave their curves in one TensorBoard run.
-    """
-    explicit = run.option(DIR_DEST, DIR_ENV)
-    if explicit:
-        return Path(os.fspath(explicit)).expanduser().absolute()
-    base = Path(run.tracking_dir).absolute() / "tensorboard"
-    path = base / safe_part(run.name or run.run_id)
-    if avoid_reuse and run.name != run.run_id and _has_events(path):
-        fallback = base / safe_part(f"{run.name}-{run.run_id}")
-        log.info(
-            "TensorBoard dir %s already holds another run's events; run %s writes to %s",
-            path,
-            run.run_id,
-            fallback,
-        )
-        path = fallback
-    return path
 
 
 def _hparam_value(value: Any, into: Any) -> bool:
@@ -198,8 +160,11 @@ class TensorBoardBackend:
 
     # -- lifecycle -------------------------------------------------------------------------------
     @hookimpl
-    def open_run(self, run: RunContext) -> dict[str, Any]:
-        self.logdir = default_logdir(run, avoid_reuse=not run.resume)
+    def open_run(self, run: RunContext, target: Mapping[str, Any] | None) -> dict[str, Any]:
+        """Write where ``target`` says (:func:`tracking_tensorboardx.logdir.target`, decided
+        when the run started), never where this process would decide now."""
+        where = target if target and target.get("logdir") else run_target(run)
+        self.logdir = Path(str(where["logdir"]))
         self.logdir.mkdir(parents=True, exist_ok=True)
         log.info(
             "TensorBoard: run %s writes to %s (tensorboard --logdir %s)",
@@ -211,6 +176,7 @@ class TensorBoardBackend:
 
     @hookimpl
     def attach_run(self, run: RunContext, attach: Mapping[str, Any]) -> dict[str, Any]:
+        """Write into the log directory of the handle entry (the target is all it needs)."""
         logdir = attach.get("logdir")
         if logdir:
             self.logdir = Path(logdir)

@@ -11,8 +11,9 @@
 
 Importing this package does not import ``wandb``: only selecting the backend does
 (:mod:`tracking_wandb.backend`). See :mod:`tracking_wandb.options` for the options and the
-environment variables each falls back to, and :mod:`tracking_wandb.backend` for how configs,
-metrics and secrets are handled.
+environment variables each falls back to (and :func:`tracking_wandb.options.target`, where the
+run goes, decided when it starts), :mod:`tracking_wandb.config` for the config's shape, and
+:mod:`tracking_wandb.backend` for how configs, metrics and secrets are handled.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ def register_backends(register: BackendRegistrar) -> None:
     register(
         "wandb",
         "tracking_wandb.backend:WandbBackend",
+        target="tracking_wandb.options:target",
         requires=("wandb",),
         extra="wandb",
         description="Weights & Biases: online (shared mode) or offline run files",

@@ -56,10 +56,12 @@ from typing import Any
 import wandb
 
 from tracking_core import ConfigSection, MetricRecord, RunContext, RunStatus, hookimpl
-from tracking_core.config import artifact_path, config_json, redact_argv, wandb_config
+from tracking_core.config import artifact_path, config_json, redact_argv
 from tracking_core.handle import RunHandle
 
-from .options import WandbOptions, group_for, resolve, run_id_for, tags_for
+from .config import wandb_config
+from .options import WandbOptions, resolve, run_id_for, tags_for
+from .options import target as run_target
 from .rows import metric_rows, new_definitions
 
 log = logging.getLogger("tracking_core.backends.wandb")
@@ -243,28 +245,22 @@ class WandbBackend:
         return out
 
     @hookimpl
-    def open_run(self, run: RunContext) -> dict[str, Any]:
-        """Open the job's run; slime's ``--wandb-run-id`` resumes that W&B run instead."""
+    def open_run(self, run: RunContext, target: Mapping[str, Any] | None) -> dict[str, Any]:
+        """Open the job's run where ``target`` says (:func:`tracking_wandb.options.target`,
+        computed when the run started: id, project, entity, group, name, mode, dir), whatever
+        this process's environment says; slime's ``--wandb-run-id`` resumes that W&B run."""
         opts = self.options
-        entry = {
-            "id": run_id_for(run, opts),
-            "project": opts.project,
-            "entity": opts.entity,
-            "group": group_for(opts),
-            "name": opts.name or run.name,
-            "mode": opts.mode,
-            "dir": str(opts.root),
-        }
+        entry = dict(target) if target else run_target(run)
         try:
             out = self._init(run, entry, primary=True, resume=bool(opts.run_id))
         except Exception as exc:
-            if opts.mode != "online" or opts.mode_explicit or not _auth_error(exc):
+            if entry.get("mode") != "online" or opts.mode_explicit or not _auth_error(exc):
                 raise
             log.warning(
                 "W&B could not log in (%s); writing the run offline under %s instead "
                 "(upload it later with `wandb sync`; choose with --wandb-mode / $WANDB_MODE)",
                 exc,
-                opts.root,
+                entry.get("dir") or opts.root,
             )
             out = self._init(run, {**entry, "mode": "offline"}, primary=True, resume=False)
         log.info(
@@ -277,7 +273,11 @@ class WandbBackend:
 
     @hookimpl
     def attach_run(self, run: RunContext, attach: Mapping[str, Any]) -> dict[str, Any]:
-        """Join the run named by the handle: a role's writer, or a primary resuming the job."""
+        """Join the run named by the handle: a role's writer, or a primary resuming the job.
+
+        ``attach`` may be only the target (the primary's open not reported yet): it already
+        holds the pre-assigned run id, project, entity, mode and dir, which is all a writer
+        needs to join the same run; nothing is looked up."""
         entry = dict(attach)
         if not entry.get("id"):
             entry["id"] = run_id_for(run, self.options)

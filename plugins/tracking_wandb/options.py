@@ -206,6 +206,24 @@ def group_for(options: WandbOptions) -> str | None:
     return options.group
 
 
+def target(run: RunContext) -> dict[str, Any]:
+    """Where the job's W&B run goes, computed once when the run starts (no ``wandb`` import, no
+    connection): ``{id, project, entity, group, name, mode, dir}``, what the primary's
+    ``open_run`` hands to ``wandb.init``. The id is pre-assigned (:func:`run_id_for`), so every
+    process joins the same run; the group's random suffix (slime's switch) is drawn here, once.
+    Never a credential: the API key and the server URL stay with each process's own options."""
+    opts = resolve(run)
+    return {
+        "id": run_id_for(run, opts),
+        "project": opts.project,
+        "entity": opts.entity,
+        "group": group_for(opts),
+        "name": opts.name or run.name,
+        "mode": opts.mode,
+        "dir": str(opts.root),
+    }
+
+
 def tags_for(run: RunContext) -> tuple[list[str], list[str]]:
     """The run's tags as W&B tags (``key=value``, or ``key`` for an empty value) and the tags
     left out because W&B only takes 1 to 64 characters."""

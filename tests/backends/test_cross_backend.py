@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tracking_mlflow.keys import param_text
 
 import tracking_core
 from tests.helpers.tb_events import read_logdir
 from tests.helpers.wandb_offline import W_VARS, merged_config, offline_env, read_job
-from tracking_core.config import param_text
 
 LAUNCH = {"lr": 3e-6, "seed": 7, "use_kl_loss": True, "advantage_estimator": "ppo", "save": None}
 ROLES = {

@@ -14,12 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tracking_mlflow.keys import mlflow_params
 
 import tracking_core
 from tests.helpers.mlflow_server import MlflowServer, free_port, mlflow_server  # noqa: F401
 from tests.helpers.subprocess_python import finish_python, start_python
 from tracking_core import MetricRecord, RunContext
-from tracking_core.config import build_section, mlflow_params
+from tracking_core.config import build_section
 
 pytestmark = pytest.mark.integration
 
@@ -163,6 +164,7 @@ def test_settings_resolve_options_env_and_defaults(tmp_path: Path, monkeypatch: 
 def test_a_dead_server_fails_a_call_within_seconds(tmp_path: Path) -> None:
     """MLflow's defaults retry a dead server for ~4 minutes per call; the backend's must not."""
     from mlflow.exceptions import MlflowException
+    from tracking_mlflow import settings
     from tracking_mlflow.backend import MlflowBackend
 
     uri = f"http://127.0.0.1:{free_port()}"
@@ -172,7 +174,7 @@ def test_a_dead_server_fails_a_call_within_seconds(tmp_path: Path) -> None:
     )
     start = time.monotonic()
     with pytest.raises(MlflowException):
-        MlflowBackend(ctx).open_run(ctx)
+        MlflowBackend(ctx).open_run(run=ctx, target=settings.target(ctx))
     assert time.monotonic() - start < 8.0
 
 
@@ -209,9 +211,8 @@ def test_server_round_trip(
         tags={"launcher": "pytest"},
         export=False,
     )
-    entry = run.handle.backends["mlflow"]
-    assert set(entry) == {"tracking_uri", "run_id", "experiment_id", "experiment"}
-    assert entry["tracking_uri"] == mlflow_server.uri and entry["experiment"] == experiment
+    # start_run does not wait for MLflow: the handle holds the target until the run is open
+    assert run.handle.backends["mlflow"] == {"tracking_uri": mlflow_server.uri, "experiment": experiment}
     actor = tracking_core.attach(run.handle, role="actor", writer=True, collect=False, config=ACTOR)
     critic = tracking_core.attach(
         run.handle, role="critic", writer=True, collect=False, config=CRITIC,
@@ -242,6 +243,9 @@ def test_server_round_trip(
     with caplog.at_level(logging.WARNING, logger="tracking_core.mlflow"):
         run.log_config({**LAUNCH, "num_rollout": 10}, role=None)
         assert run.flush(60)
+    entry = run.handle.backends["mlflow"]  # the open's result, once it is open
+    assert set(entry) == {"tracking_uri", "run_id", "experiment_id", "experiment"}
+    assert entry["tracking_uri"] == mlflow_server.uri and entry["experiment"] == experiment
     for child in (actor, critic, rollout):
         summary = child.finish(60)
         assert summary.drained and not any(b["failures"] for b in summary.backends.values()), (
@@ -313,14 +317,16 @@ def test_retried_batch_and_reopened_run_are_stored_once(
 ) -> None:
     """A batch offered again (the worker's retry after a lost reply, a journal replay) carries the
     same timestamps, and MLflow's SQL store keeps one copy; open_run again finds the same run."""
+    from tracking_mlflow import settings
     from tracking_mlflow.backend import MlflowBackend
 
     ctx = RunContext(
         backend="mlflow", run_id=f"job-{uuid.uuid4().hex[:6]}", name="retry", primary=True,
         tracking_dir=tmp_path, options={"mlflow_tracking_uri": mlflow_server.uri},
     )
-    entry = MlflowBackend(ctx).open_run(ctx)
-    again = MlflowBackend(ctx).open_run(ctx)
+    target = settings.target(ctx)
+    entry = MlflowBackend(ctx).open_run(run=ctx, target=target)
+    again = MlflowBackend(ctx).open_run(run=ctx, target=target)
     assert again["run_id"] == entry["run_id"]
     secondary = RunContext(
         backend="mlflow", run_id=ctx.run_id, name="retry", primary=False, role="actor",
@@ -368,9 +374,9 @@ def test_embedded_store_with_concurrent_writers(tmp_path: Path) -> None:
         {"lr": 1e-6, "model": "qwen3-4b"}, backends=["mlflow"], tracking_dir=tmp_path,
         name="embedded", export=False,
     )
-    entry = run.handle.backends["mlflow"]
     db = tmp_path / "mlflow" / "mlflow.db"
-    assert entry["tracking_uri"] == f"sqlite:///{db.absolute()}" and db.exists()
+    # the writers start before the store exists: they find the job's run by its id
+    assert run.handle.backends["mlflow"]["tracking_uri"] == f"sqlite:///{db.absolute()}"
     roles = {"actor": 1e-6, "critic": 1e-5, "rollout": 0.0}
     env = {"TRACKING_CORE_RUN": run.handle.to_json()}
     procs = {
@@ -387,6 +393,8 @@ def test_embedded_store_with_concurrent_writers(tmp_path: Path) -> None:
     for proc in procs.values():
         finish_python(proc, timeout=180)
     assert run.finish(60).drained
+    entry = run.handle.backends["mlflow"]
+    assert db.exists()
 
     client = _client(entry)
     run_id = entry["run_id"]

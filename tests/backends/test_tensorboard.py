@@ -15,11 +15,12 @@ from typing import Any
 
 import numpy as np
 import pytest
+from tracking_tensorboardx.hparams import tensorboard_hparams
 
 import tracking_core
 from tests.helpers.subprocess_python import run_python
 from tests.helpers.tb_events import hparams_dashboard, read_logdir, read_run
-from tracking_core.config import build_section, config_text, tensorboard_hparams
+from tracking_core.config import build_section, config_text
 
 pytest.importorskip("tensorboardX")
 pytest.importorskip("tensorboard")
@@ -41,7 +42,8 @@ CRITIC = {"lr": 5e-6, "micro_batch_size": 4, "num_critic_only_steps": 1}
 CRITIC_SCRIPT = """
 import json, os, sys
 import tracking_core
-from tracking_core.config import config_text, tensorboard_hparams
+from tracking_core.config import config_text
+from tracking_tensorboardx.hparams import tensorboard_hparams
 
 critic = tracking_core.attach(role="critic", writer=True, collect=False)
 section = critic.log_config(json.loads(os.environ["CRITIC_CONFIG"]))

@@ -442,6 +442,7 @@ run = tracking_core.start_run(
     tracking_dir=os.environ["TEST_TDIR"], options={"wandb_project": "tc-test"},
     delivery=os.environ["DRIVER_DELIVERY"],
 )
+run.flush(120)  # start_run does not wait for W&B: let it open, so children can inherit its service
 inherited = bool(os.environ.get("WANDB_SERVICE"))  # what the children get from this process
 actor = tracking_core.attach(role="actor", writer=True, collect=False, config=cfg["actor"],
                              delivery=os.environ["DRIVER_DELIVERY"])

@@ -10,6 +10,9 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tracking_mlflow.keys import mlflow_params
+from tracking_tensorboardx.hparams import tensorboard_hparams
+from tracking_wandb.config import wandb_config
 
 from tracking_core.config import (
     Redactor,
@@ -18,12 +21,9 @@ from tracking_core.config import (
     config_json,
     config_text,
     fingerprint,
-    mlflow_params,
     redact,
     redact_argv,
     redact_text,
-    tensorboard_hparams,
-    wandb_config,
 )
 from tracking_core.config.secrets import ALLOW_KEYS_ENV, PATTERNS_ENV, SECRET_KEYS_ENV
 

@@ -9,19 +9,17 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from tracking_core.config import (
+from tracking_mlflow.keys import (
+    MLFLOW_MAX_PARAM_LENGTH,
     MlflowKeyShaper,
-    build_section,
-    config_json,
-    config_text,
     mlflow_key,
     mlflow_params,
     shape_mlflow_keys,
-    tensorboard_hparams,
-    wandb_config,
 )
-from tracking_core.config.shaping import MLFLOW_MAX_PARAM_LENGTH
+from tracking_tensorboardx.hparams import tensorboard_hparams
+from tracking_wandb.config import wandb_config
+
+from tracking_core.config import build_section, config_json, config_text
 from tracking_core.records import ConfigSection
 
 validation = pytest.importorskip("mlflow.utils.validation")
@@ -144,7 +142,7 @@ def test_collisions_stay_distinct(caplog: pytest.LogCaptureFixture) -> None:
     assert keys["a_at_b"] == "a_at_b" and keys["x_y"] == "x_y"
     assert keys == shape_mlflow_keys(reversed(list(keys)))
     section = ConfigSection(None, "launch", "", {}, {"a@b": 1, "a_at_b": 2})
-    with caplog.at_level(logging.WARNING, logger="tracking_core.config"):
+    with caplog.at_level(logging.WARNING, logger="tracking_core.mlflow"):
         shaped = mlflow_params(section)
     assert len(shaped.params) == 2
     assert list(shaped.renamed) == ["a@b"]
@@ -153,7 +151,7 @@ def test_collisions_stay_distinct(caplog: pytest.LogCaptureFixture) -> None:
 
 def test_metric_key_shaper_warns_once(caplog: pytest.LogCaptureFixture) -> None:
     shaper = MlflowKeyShaper()
-    with caplog.at_level(logging.WARNING, logger="tracking_core.config"):
+    with caplog.at_level(logging.WARNING, logger="tracking_core.mlflow"):
         for _ in range(3):
             assert shaper("passrate/pass@1") == "passrate/pass_at_1"
             assert shaper("train/pg_loss") == "train/pg_loss"
@@ -165,7 +163,7 @@ def test_long_values_are_cut_with_a_marker_and_kept_whole(caplog: pytest.LogCapt
     long = "x" * 10_000
     nested = {"layers": list(range(3000))}
     section = build_section({"prompt": long, "table": nested, "short": "s"}, "actor")
-    with caplog.at_level(logging.WARNING, logger="tracking_core.config"):
+    with caplog.at_level(logging.WARNING, logger="tracking_core.mlflow"):
         shaped = mlflow_params(section)
     assert shaped.truncated == ["actor/prompt", "actor/table"]
     for key, value in shaped.params.items():
@@ -204,7 +202,7 @@ def test_tensorboard_hparams_name_every_key(
 ) -> None:
     section = build_section(slime_args["critic"], "critic")
     # named at INFO: the keys are not lost, the config text beside the hparams holds them all
-    with caplog.at_level(logging.INFO, logger="tracking_core.config"):
+    with caplog.at_level(logging.INFO, logger="tracking_core.backends.tensorboard"):
         hparams, left_out = tensorboard_hparams(section)
     assert all(type(v) in (bool, int, float, str) for v in hparams.values())
     left_keys = {item.split(": ", 1)[0] for item in left_out}

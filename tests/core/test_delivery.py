@@ -85,8 +85,8 @@ def test_a_failing_backend_never_reaches_the_caller_or_the_others(site: Path, tm
         site=site,
     )
     run_id, described = out.stdout.strip().splitlines()
-    assert "jsonl: 200 records delivered" in described
-    assert "failing: 0 records delivered, 200 NOT delivered, failures: log_metrics: ConnectionError x" in described
+    assert "jsonl: 200 of 200 values delivered" in described
+    assert "failing: 0 of 200 values delivered, 200 NOT delivered, close NOT acknowledged, failures: log_metrics: ConnectionError x" in described
     # reported once, then counted
     assert out.stderr.count("tracker unreachable") == 1
     primary = (tmp_path / "jsonl" / run_id / "primary.jsonl").read_text()

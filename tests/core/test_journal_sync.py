@@ -125,14 +125,14 @@ def test_tracker_down_for_the_whole_run_then_sync(gated: dict[str, str], tmp_pat
     os.unlink(gated["GATED_DOWN"])
     first = _sync(tmp_path / "td", gated)
     assert first.returncode == 0, first.stderr
-    assert "synced 600 records" in first.stdout
+    assert "synced 600 values" in first.stdout
     delivered = _delivered(gated)
     metrics = Counter((d["name"], d["step"]) for d in delivered if "name" in d)
     assert metrics == Counter({(n, s): 1 for n in ("actor/loss", "actor/reward") for s in range(300)})
     assert {d["config"] for d in delivered if "config" in d} == {"launch", "actor"}
     assert [d["status"] for d in delivered if "status" in d] == ["FINISHED"]
     second = _sync(tmp_path / "td", gated)
-    assert second.returncode == 0 and "synced 0 records" in second.stdout
+    assert second.returncode == 0 and "synced 0 values" in second.stdout
     assert len(_delivered(gated)) == len(delivered)
     handle = json.loads(next((tmp_path / "td" / "runs").glob("*/handle.json")).read_text())
     assert handle["backends"]["gated"] == {"opened": handle["run_id"]}
@@ -144,14 +144,14 @@ def test_tracker_down_mid_run_recovers_exactly_once(gated: dict[str, str], tmp_p
     during = (
         f"if step == 100: open({down!r}, 'w').close()\n"
         f"        if step == 400: __import__('os').unlink({down!r})\n"
-        "        time.sleep(0.002)"
+        "        time.sleep(0.006)"
     )
     out = _job(tmp_path, gated, 600, during=during, end="child.finish(); run.finish()",
                extra_env={"TRACKING_CORE_MAX_QUEUE_ROWS": "50"})
     assert "is back after" in out.stderr and "wait in the journal" in out.stderr
     metrics = Counter((d["name"], d["step"]) for d in _delivered(gated) if "name" in d)
     assert metrics == Counter({(n, s): 1 for n in ("actor/loss", "actor/reward") for s in range(600)})
-    assert not list((tmp_path / "td" / "journal").rglob("*.jsonl"))  # complete: removed
+    assert not (tmp_path / "td" / "journal").exists()  # complete: removed
 
 
 @pytest.mark.slow

@@ -33,8 +33,8 @@ from slime_integration import install as installer
 from slime_integration import tracking
 from slime_integration.fixture_args import load_fixture_namespaces
 from slime_integration.role_args import resolve_role_args
-from tracking_core.handle import ARGS_ATTR, RUN_ENV, RunHandle
 from tracking_core.delivery.sync import sync
+from tracking_core.handle import ARGS_ATTR, RUN_ENV, RunHandle
 
 ray = pytest.importorskip("ray")
 pytest.importorskip("megatron.core")

@@ -1,14 +1,17 @@
-"""The config pipeline: host config -> plain data -> redacted -> keyed -> shaped per backend.
+"""The config pipeline: host config -> plain data -> redacted -> keyed, plus the shapes every
+backend shares.
 
 Pure functions, no tracker library imported (at import time or when called), so every step can be
-tested against the trackers' own rules and run on the training process without cost surprises.
+tested and run on the training process without cost surprises. No tracker's rules live here: each
+backend's plugin shapes a section for its own tracker (key and value limits, which values its
+params can hold), from the plain, redacted section built here.
 
 * :mod:`.convert` — :func:`to_plain`: any host object to sorted JSON data, with a
   :class:`Conversion` for everything lossy.
 * :mod:`.secrets` — :class:`Redactor`, :func:`redact`, :func:`redact_text`, :func:`redact_argv`.
 * :mod:`.keys` — :func:`build_section`: the whole pipeline, keyed by the namespace convention.
-* :mod:`.shaping` — :func:`mlflow_params`, :func:`mlflow_key`, :func:`wandb_config`,
-  :func:`tensorboard_hparams`, :func:`config_text`, :func:`config_json`.
+* :mod:`.shaping` — the tracker-neutral shapes: :func:`config_json` (the lossless artifact, at
+  :func:`artifact_path`), :func:`config_text` (markdown), :func:`json_text` (one value as JSON).
 * :mod:`.diff` — :func:`diff_configs` and the ``tracking-core diff`` command.
 """
 
@@ -26,28 +29,15 @@ from .secrets import (
     redact_argv,
     redact_text,
 )
-from .shaping import (
-    MlflowKeyShaper,
-    MlflowParams,
-    artifact_path,
-    config_json,
-    config_text,
-    mlflow_key,
-    mlflow_params,
-    param_text,
-    shape_mlflow_keys,
-    tensorboard_hparams,
-    wandb_config,
-)
+from .shaping import CONFIG_FORMAT, artifact_path, config_json, config_text, json_text
 
 __all__ = [
+    "CONFIG_FORMAT",
     "KEY_STYLES",
     "LAUNCH",
     "Change",
     "ConfigDiff",
     "Conversion",
-    "MlflowKeyShaper",
-    "MlflowParams",
     "Redactor",
     "artifact_path",
     "build_section",
@@ -58,17 +48,12 @@ __all__ = [
     "diff_command",
     "diff_configs",
     "fingerprint",
+    "json_text",
     "key_prefix",
     "load_config_values",
-    "mlflow_key",
-    "mlflow_params",
     "namespace_for",
-    "param_text",
     "redact",
     "redact_argv",
     "redact_text",
-    "shape_mlflow_keys",
-    "tensorboard_hparams",
     "to_plain",
-    "wandb_config",
 ]

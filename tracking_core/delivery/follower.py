@@ -65,6 +65,8 @@ class Follower:
         on_disk: bool = True,
         on_opened: Callable[[str, Any], None] | None = None,
         lock_timeout: float = 0.0,
+        pending: set[str] | frozenset[str] = frozenset(),
+        handle_file: Path | None = None,
     ) -> None:
         self.folder = folder
         self._lock_fd = self._take_lock(folder, lock_timeout) if folder is not None else None
@@ -82,6 +84,7 @@ class Follower:
                 prefix=prefix,
                 poll=poll,
                 on_opened=on_opened,
+                handle_file=handle_file if spec.name in pending else None,
             )
         self.end_n: int | None = None
         self.finished: dict[str, Any] | None = None

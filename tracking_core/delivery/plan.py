@@ -52,10 +52,14 @@ def context_from_dict(data: Mapping[str, Any]) -> RunContext:
 
 @dataclass
 class BackendPlan:
+    """``pending``: the primary had not opened the run in this backend when the plan was made;
+    an attaching worker then looks for the open result in the saved run handle first."""
+
     name: str
     context: dict[str, Any]
     action: str
     entry: dict[str, Any]
+    pending: bool = False
 
 
 @dataclass
@@ -66,6 +70,7 @@ class Plan:
     on_disk: bool = True
     poll: float = 0.5
     exit_timeout: float = 30.0
+    handle_file: str | None = None
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), default=str)
@@ -90,6 +95,8 @@ class Plan:
             contexts={b.name: context_from_dict(b.context) for b in self.backends},
             entries={b.name: b.entry for b in self.backends},
             actions={b.name: b.action for b in self.backends},
+            pending={b.name for b in self.backends if b.pending},
+            handle_file=Path(self.handle_file) if self.handle_file else None,
             manager=manager,
             prefix=self.prefix,
             poll=self.poll,

@@ -23,12 +23,14 @@ import time
 from collections import Counter, deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pluggy
 
 from .. import hookspecs, lifecycle, settings
 from ..context import RunContext
+from ..errors import RunNotOpenYet
 from ..plugins import PluginManager
 from ..records import MetricRecord, RunStatus
 from ..registry import BackendSpec
@@ -40,6 +42,10 @@ log = logging.getLogger("tracking_core.delivery")
 MAX_BATCH = 1000
 BREAKER_THRESHOLD = 3
 MAX_RETRY_DELAY = 10.0
+#: How often an attach waiting for the primary's open is tried again, and after how long the
+#: wait is reported as a failure.
+NOT_OPEN_POLL = 1.0
+NOT_OPEN_GRACE = 60.0
 #: Records of one row get consecutive ``MetricRecord.seq`` numbers inside a span of this size.
 ROW_SPAN = 1 << 20
 #: How many records a worker reads from its stream at a time.
@@ -154,6 +160,7 @@ class BackendWorker:
         poll: float,
         on_opened: Callable[[str, Any], None] | None = None,
         max_retry_delay: float = MAX_RETRY_DELAY,
+        handle_file: Path | None = None,
     ) -> None:
         self.name = slot.spec.name
         self.slot = slot
@@ -165,6 +172,7 @@ class BackendWorker:
         self.prefix = prefix
         self.poll = poll
         self.on_opened = on_opened
+        self.handle_file = handle_file
         self.max_batch = slot.spec.max_batch or MAX_BATCH
         self.batch_interval = slot.spec.batch_interval or 0.0
         self.max_retry_delay = max_retry_delay
@@ -178,6 +186,8 @@ class BackendWorker:
         self._pending: deque[dict[str, Any]] = deque()
         self._last_delivery = 0.0
         self._urgent = 0
+        self._probe_now = False
+        self._waiting_since: float | None = None
         self._rejected_keys: set[str] = set()
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -213,6 +223,7 @@ class BackendWorker:
         with self._progress:
             self._urgent += 1
             probe_mark = self.attempts
+            self._probe_now = True
         self._wake.set()
         try:
             with self._progress:
@@ -245,16 +256,45 @@ class BackendWorker:
         except Exception:  # noqa: BLE001 - the worker must never die silently
             log.exception("tracking-core's worker for %r hit an internal error", self.name)
 
+    def _attach_entry(self) -> dict[str, Any]:
+        """The entry to attach with: while the primary's open was not known when this process
+        started, the saved run handle may know it by now; a backend without a target has
+        nothing to attach to until then (raises: the attach is retried)."""
+        if self.handle_file is not None:
+            from ..handle import RunHandle
+
+            try:
+                saved = RunHandle.parse(self.handle_file)
+            except ValueError:
+                saved = None
+            if saved is not None and self.name not in saved.pending and self.name in saved.backends:
+                self.entry, self.handle_file = dict(saved.backends[self.name]), None
+            elif not self.entry:
+                raise RunNotOpenYet(
+                    f"the run is not open in {self.name!r} yet (the primary has not reached it); "
+                    "records wait in the journal"
+                )
+        return self.entry
+
     def _connect(self) -> bool:
         hook = "open_run" if self.action == "open" else "attach_run"
-        kwargs: dict[str, Any] = {"run": self.context}
-        if hook == "open_run":
-            kwargs["target"] = self.entry
-        else:
-            kwargs["attach"] = self.entry
         delay = 0.1
         while not self._stop.is_set():
-            ok, result = self._try(hook, **kwargs)
+            kwargs: dict[str, Any] = {"run": self.context}
+            try:
+                if hook == "open_run":
+                    kwargs["target"] = self.entry
+                else:
+                    kwargs["attach"] = self._attach_entry()
+            except RunNotOpenYet as exc:
+                ok, result = False, exc
+                self._not_open(hook, exc)
+            else:
+                ok, result = self._try(hook, **kwargs)
+            if isinstance(result, RunNotOpenYet):
+                self._sleep(min(delay, NOT_OPEN_POLL))
+                delay = min(delay * 2, NOT_OPEN_POLL)
+                continue
             if ok:
                 self.ready = True
                 # A tracker in this process (thread delivery) registers its own exit teardown
@@ -267,12 +307,25 @@ class BackendWorker:
             delay = min(delay * 2, self.max_retry_delay)
         return False
 
+    def _not_open(self, hook: str, exc: RunNotOpenYet) -> None:
+        """The primary has not opened the run here yet: a wait, reported only when it lasts."""
+        if self._waiting_since is None:
+            self._waiting_since = time.monotonic()
+        elif time.monotonic() - self._waiting_since > NOT_OPEN_GRACE:
+            self.failures.record(hook, exc)
+
     def _sleep(self, delay: float) -> None:
-        """Back off, unless a drain wants the next probe now."""
-        if self._urgent and self.attempts and not self.circuit_open:
-            delay = min(delay, 0.05)
-        self._wake.wait(delay)
-        self._wake.clear()
+        """Back off; a drain that starts while the circuit is open gets its probe at once."""
+        deadline = time.monotonic() + delay
+        while not self._stop.is_set():
+            if self._probe_now and self.circuit_open:
+                self._probe_now = False
+                return
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return
+            self._wake.wait(remaining)
+            self._wake.clear()
 
     def _fill(self) -> None:
         if not self._pending:
@@ -317,6 +370,9 @@ class BackendWorker:
             self.attempts += 1
         try:
             result = self.slot.call(hook, **kwargs)
+        except RunNotOpenYet as exc:
+            self._not_open(hook, exc)
+            return False, exc
         except Exception as exc:  # noqa: BLE001 - failure isolation
             self.failures.record(hook, exc)
             self.consecutive_failures += 1
@@ -389,6 +445,9 @@ class BackendWorker:
                 self.owed_sections[n] = str(batch[0]["section"].get("namespace"))
             elif not owed:
                 self.owed_sections.pop(n, None)
+        # Saved now, not at the next housekeeping: a delivery process killed right after a
+        # delivery must not send it again.
+        self.acks.save()
         self._last_delivery = time.monotonic()
         with self._progress:
             self._progress.notify_all()
