@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The two commands of the README, each doing its own set-up:
 #   ./run.sh demo [demo options]   install into .venv, then run `tracking-core demo`
-#   ./run.sh test [pytest options] install into .venv, then run ruff and the whole test suite
+#   ./run.sh test [pytest options] install into .venv, then run ruff, mypy and the whole test suite
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -36,6 +36,7 @@ case "$cmd" in
     test)
         setup
         "$VENV/bin/ruff" check .
+        "$VENV/bin/mypy"  # the core, with the settings in setup.cfg
         exec "$VENV/bin/python" -m pytest -q "$@"
         ;;
     *)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import statistics
 import sys
 import time
@@ -64,3 +65,142 @@ def table(title: str, command: str, header: Sequence[str], rows: Sequence[Sequen
     if notes:
         lines += ["", notes]
     return "\n".join(lines) + "\n"
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:,.1f} ms" if seconds < 10 else f"{seconds:,.1f} s"
+
+
+def ratio(value: float, reference: float) -> str:
+    if reference <= 0:
+        return "-"
+    r = value / reference
+    return f"{r:,.0f}x" if r >= 10 else f"{r:.2f}x"
+
+
+# -- a no-op backend installed the way a user installs a plugin -------------------------------
+NOOP_MODULE = '''
+"""Benchmark backend: takes every record and does nothing (counts them)."""
+
+import json
+import os
+
+import tracking_core
+
+
+class Noop:
+    def __init__(self, run):
+        self.values = 0
+
+    @tracking_core.hookimpl
+    def open_run(self, run):
+        return {"opened": run.run_id}
+
+    @tracking_core.hookimpl
+    def attach_run(self, run, attach):
+        return None
+
+    @tracking_core.hookimpl
+    def log_metrics(self, records):
+        self.values += len(records)
+
+    @tracking_core.hookimpl
+    def close_run(self, status, run):
+        out = os.environ.get("BENCH_NOOP_OUT")
+        if out:
+            with open(out, "a") as fh:
+                fh.write(json.dumps({"values": self.values, "status": status.value, "pid": os.getpid()}) + "\\n")
+
+
+@tracking_core.hookimpl
+def register_backends(register):
+    register("noop", Noop, description="benchmarks: takes every record, does nothing")
+'''
+
+
+def install_noop_backend(site: Path) -> Path:
+    """Write a real installed distribution (``*.dist-info`` with an entry point in the
+    ``tracking_core`` group, as ``pip install`` leaves it) offering the backend ``noop``, and
+    put ``site`` on ``sys.path``. Call before tracking-core's plugin manager is first used: the
+    delivery process then loads the backend by its entry point like any plugin."""
+    import importlib
+
+    site.mkdir(parents=True, exist_ok=True)
+    info = site / "bench_noop_tracking-1.0.dist-info"
+    info.mkdir(exist_ok=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: bench-noop-tracking\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[tracking_core]\nnoop = bench_noop_tracking\n")
+    (site / "bench_noop_tracking.py").write_text(NOOP_MODULE)
+    if str(site) not in sys.path:
+        sys.path.insert(0, str(site))
+    importlib.invalidate_caches()
+    return site
+
+
+# -- processes, from /proc (no psutil needed) -------------------------------------------------
+def children(pid: int) -> list[int]:
+    out: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            out += [int(c) for c in (task / "children").read_text().split()]
+        except OSError:
+            continue
+    return out
+
+
+def descendants(pid: int) -> list[int]:
+    out, todo = [], children(pid)
+    while todo:
+        current = todo.pop()
+        out.append(current)
+        todo += children(current)
+    return out
+
+
+def cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _stat(pid: int) -> list[str]:
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return []
+    return text[text.rfind(")") + 2 :].split()  # fields from the 3rd (state) on
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of ``pid`` so far (0 when it is gone)."""
+    fields = _stat(pid)
+    if len(fields) < 13:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def pgid(pid: int) -> int | None:
+    fields = _stat(pid)
+    return int(fields[2]) if len(fields) > 2 else None
+
+
+def delivery_processes() -> list[int]:
+    """This process's live tracking-core delivery processes."""
+    return [p for p in descendants(os.getpid()) if "tracking_core.delivery.process" in cmdline(p)]
+
+
+def wait_delivery_gone(timeout: float = 30.0) -> float:
+    """Wait until no delivery process of ours is left (seconds waited)."""
+    start = time.perf_counter()
+    while delivery_processes() and time.perf_counter() - start < timeout:
+        time.sleep(0.05)
+    return time.perf_counter() - start
+
+
+def peak_rss_mib() -> float:
+    """This process's peak resident memory (VmHWM) in MiB."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")

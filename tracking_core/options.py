@@ -39,12 +39,12 @@ class HostParser:
 
     def has_option(self, option: str) -> bool:
         """Whether the host defines ``option`` (``"--wandb-project"``), now or later."""
-        return option in self.reserved or option in self._parser._option_string_actions  # type: ignore[union-attr]
+        return option in self.reserved or option in self._parser._option_string_actions
 
     def _has_dest(self, dest: str) -> bool:
         return dest in self.reserved.values() or any(
             action.dest == dest
-            for action in self._parser._actions  # type: ignore[union-attr]
+            for action in self._parser._actions
         )
 
     def add_argument(self, *flags: str, **kwargs: Any) -> argparse.Action | None:

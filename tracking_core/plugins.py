@@ -88,7 +88,7 @@ class PluginManager:
         self.pm = pluggy.PluginManager(hookspecs.PROJECT)
         self.pm.add_hookspecs(hookspecs)
         self.plugins: dict[str, PluginInfo] = {}
-        self._backends: BackendRegistrar | None = None
+        self._backends: dict[str, BackendSpec] | None = None
         if os.environ.get(TRACE_ENV):
             trace_log = logging.getLogger("tracking_core.trace")
             self.pm.trace.root.setwriter(lambda msg: trace_log.info(msg.rstrip()))
@@ -167,7 +167,7 @@ class PluginManager:
             for impl in self._ordered_impls("register_backends"):
                 registrar.plugin = impl.plugin_name
                 try:
-                    impl.function(register=registrar)
+                    self._only(impl.plugin, "register_backends")(register=registrar)
                 except Exception as exc:  # noqa: BLE001
                     info = self.plugins.get(impl.plugin_name)
                     if info is not None:
@@ -209,13 +209,26 @@ class PluginManager:
         impls = list(caller.get_hookimpls())
         return sorted(impls, key=lambda impl: order.get(impl.plugin_name, len(order)))
 
+    def _only(self, plugin: object, hook_name: str) -> Any:
+        """A pluggy caller of ``hook_name`` that reaches ``plugin`` alone (traced like any
+        other hook call); its result is that one implementation's, unwrapped."""
+        others = [p for p in self.pm.get_plugins() if p is not plugin]
+        caller = self.pm.subset_hook_caller(hook_name, remove_plugins=others)
+
+        def call(**kwargs: Any) -> Any:
+            results = caller(**kwargs)
+            return results[0] if isinstance(results, list) and results else None
+
+        return call
+
     def call_each(self, hook_name: str, **kwargs: Any) -> Iterable[tuple[str, Any]]:
-        """Call every implementation of ``hook_name`` in load order, one at a time, yielding
-        ``(plugin name, result)``; an implementation that raises is logged and skipped."""
+        """Call every implementation of ``hook_name`` in load order, one at a time and each
+        through pluggy, yielding ``(plugin name, result)``; one that raises is logged and
+        skipped (a plugin never takes the caller or the other plugins down). Pass every
+        argument of the hook's spec."""
         for impl in self._ordered_impls(hook_name):
-            args = {k: kwargs[k] for k in impl.argnames if k in kwargs}
             try:
-                result = impl.function(**args)
+                result = self._only(impl.plugin, hook_name)(**kwargs)
             except Exception as exc:  # noqa: BLE001 - a plugin never takes the caller down
                 log.warning(
                     "plugin %r raised in %s: %s: %s",

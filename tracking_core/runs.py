@@ -22,6 +22,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from types import EllipsisType
 from typing import Any
 
 from . import lifecycle, settings
@@ -225,7 +226,7 @@ class Run:
     def log_config(
         self,
         config: Any,
-        role: str | None | type[Ellipsis] = ...,
+        role: str | None | EllipsisType = ...,
         report: Mapping[str, Any] | None = None,
         namespace: str | None = None,
     ) -> ConfigSection | None:
@@ -242,7 +243,7 @@ class Run:
         if not self._usable("log_config"):
             return None
         try:
-            section = self._section(config, self.role if role is ... else role, report, namespace)
+            section = self._section(config, self.role if isinstance(role, EllipsisType) else role, report, namespace)
         except Exception as exc:  # noqa: BLE001 - never raise into the training loop
             log.warning("tracking-core could not log a config (%s: %s); training goes on", type(exc).__name__, exc, exc_info=True)
             return None
@@ -302,7 +303,7 @@ class Run:
 
     def finish(
         self, timeout: float = DEFAULT_FINISH_TIMEOUT, status: RunStatus | str | None = None
-    ) -> FinishSummary | None:
+    ) -> FinishSummary:
         """Deliver within ``timeout`` seconds (plus at most one second) and close: a primary ends
         the run with ``status`` (FINISHED, or FAILED when the process is dying of an exception),
         a secondary detaches. A backend that is down is given one probe, not the whole timeout.
@@ -310,7 +311,7 @@ class Run:
         summary says what is missing where. Never raises."""
         if self._state == "forked":
             self._usable("finish")
-            return None
+            return FinishSummary(RunStatus.FINISHED, drained=False)
         with self._lock:
             if self.finished is not None:
                 return self.finished

@@ -10,9 +10,14 @@ from .records import RunStatus
 
 
 class _Counts(Protocol):
-    logged: int
-    not_journaled: int
-    skipped: Mapping[str, int]
+    @property
+    def logged(self) -> int: ...
+
+    @property
+    def not_journaled(self) -> int: ...
+
+    @property
+    def skipped(self) -> Mapping[str, int]: ...
 
 
 @dataclass

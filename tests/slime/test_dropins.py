@@ -131,7 +131,8 @@ def run_slime_job(base: argparse.Namespace, steps: int = STEPS) -> tuple[RunHand
     tracking.finish_tracking(roles["rollout"])  # the rollout manager's dispose()
     tracking.finish_tracking(base)  # the driver, at the end of train()
     tracking.reset()  # the training actors never call finish_tracking: their processes end
-    return handle, roles
+    # the saved handle: it holds each backend's open result (the one on args, its targets)
+    return RunHandle.parse(handle.run_dir), roles
 
 
 EXPECTED_METRICS = {

@@ -315,9 +315,9 @@ class _Converter:
             self.note(path, value, result, "date/time as ISO 8601 text")
             return result
         if isinstance(value, datetime.timedelta):
-            result = value.total_seconds()
-            self.note(path, value, result, "timedelta as seconds")
-            return result
+            seconds = value.total_seconds()
+            self.note(path, value, seconds, "timedelta as seconds")
+            return seconds
         if isinstance(value, (decimal.Decimal, fractions.Fraction, complex, uuid.UUID)):
             result = str(value)
             self.note(path, value, result, "exact number or UUID as text")

@@ -216,7 +216,8 @@ class ProcessDelivery:
 
     def _request(self, op: dict[str, Any], timeout: float | None) -> dict[str, Any]:
         deadline = None if timeout is None else time.monotonic() + timeout
-        done, reply = threading.Event(), {}
+        done = threading.Event()
+        reply: dict[str, Any] = {}
         op = {**op, "id": next(self._ids), "timeout": timeout}
         if self._local is not None:
             self._answer_locally(op, deadline, done, reply)

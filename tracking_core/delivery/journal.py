@@ -224,10 +224,11 @@ class JournalWriter:
             return
         self.closed = True
         for fd in (self._fd, self._lock_fd):
-            try:
-                os.close(fd)
-            except (OSError, TypeError):
-                pass
+            if fd is not None and fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
 
 
 # -- reading (the follower, sync) --------------------------------------------------------------

@@ -52,7 +52,7 @@ class Delivery(Protocol):
 class ThreadDelivery:
     """The follower on threads of this process."""
 
-    pid = None
+    pid: int | None = None
 
     def __init__(self, plan: Plan, manager: PluginManager, on_opened: Callable[[str, Any], None]) -> None:
         self.follower = plan.follower(manager, on_opened).start()

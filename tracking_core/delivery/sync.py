@@ -47,6 +47,8 @@ log = logging.getLogger("tracking_core.sync")
 #: Beyond its exit timeout, how long a delivery process finishing a dead writer's journal is
 #: waited for.
 DELIVERY_GRACE = 15.0
+#: A peer's pump journals what it logged within its flush interval (0.5 s by default).
+PUMP_GRACE = 0.7
 
 
 class Refused(Exception):
@@ -237,6 +239,10 @@ def await_peers(tracking_dir: str, run_id: str, own: Path | None, deadline: floa
         replay(journal, meta, manager, report, handles, stream=None, timeout=max(0.0, deadline - time.monotonic()))
         for error in report.errors:
             log.warning("could not replay %s before closing the run: %s", journal.name, error)
+    # What a peer logged before now reaches its journal within one flush interval (its pump's):
+    # judge it only after that.
+    if live:
+        time.sleep(max(0.0, min(PUMP_GRACE, deadline - time.monotonic())))
     while live and time.monotonic() < deadline:
         live = [j for j in live if j.exists() and not _settled(j)]
         if live:
