@@ -14,7 +14,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-RUN_ENV = "TRACKING_CORE_RUN"
+from . import settings
+
+RUN_ENV = settings.RUN
 ARGS_ATTR = "tracking_run"
 HANDLE_FILE = "handle.json"
 
@@ -113,7 +115,7 @@ class RunHandle:
 
 def find_handle(handle: Any = None, args: Any = None) -> RunHandle | None:
     """The handle from, in order: the explicit value, ``args.tracking_run``, ``$TRACKING_CORE_RUN``."""
-    for value in (handle, getattr(args, ARGS_ATTR, None), os.environ.get(RUN_ENV)):
+    for value in (handle, getattr(args, ARGS_ATTR, None), settings.get(RUN_ENV)):
         if value:
             return RunHandle.parse(value)
     return None

@@ -12,10 +12,12 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from . import settings
+
 #: Our own options, with the environment variable each falls back to.
-BACKENDS_ENV = "TRACKING_CORE_BACKENDS"
-DIR_ENV = "TRACKING_CORE_DIR"
-KEY_STYLE_ENV = "TRACKING_CORE_KEY_STYLE"
+BACKENDS_ENV = settings.BACKENDS
+DIR_ENV = settings.DIR
+KEY_STYLE_ENV = settings.KEY_STYLE
 DEFAULT_TRACKING_DIR = "tracking-runs"
 KEY_STYLES = ("default", "slime")
 
@@ -113,7 +115,7 @@ def add_tracking_options(
 
 def tracking_dir(args: Any = None, explicit: str | os.PathLike[str] | None = None) -> str:
     """The tracking directory: explicit value, ``--tracking-dir``, ``$TRACKING_CORE_DIR``, default."""
-    for value in (explicit, getattr(args, "tracking_dir", None), os.environ.get(DIR_ENV)):
+    for value in (explicit, getattr(args, "tracking_dir", None), settings.get(DIR_ENV)):
         if value:
             return os.fspath(value)
     return DEFAULT_TRACKING_DIR
@@ -124,7 +126,7 @@ def key_style(args: Any = None, explicit: str | None = None) -> str:
     for value in (
         explicit,
         getattr(args, "tracking_key_style", None),
-        os.environ.get(KEY_STYLE_ENV),
+        settings.get(KEY_STYLE_ENV),
     ):
         if value:
             if value not in KEY_STYLES:

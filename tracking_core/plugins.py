@@ -10,7 +10,6 @@ its error and left out; it never takes the other plugins or the CLI down.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -18,14 +17,14 @@ from typing import Any
 
 import pluggy
 
-from . import hookspecs
+from . import hookspecs, settings
 from .errors import PluginLoadError, UnknownBackend
 from .registry import BackendRegistrar, BackendSpec, check_selectable
 
 log = logging.getLogger("tracking_core.plugins")
 
-DISABLE_ENV = "TRACKING_CORE_DISABLE_PLUGINS"
-TRACE_ENV = "TRACKING_CORE_TRACE_PLUGINS"
+DISABLE_ENV = settings.DISABLE_PLUGINS
+TRACE_ENV = settings.TRACE_PLUGINS
 
 _BACKEND_HOOKS = {"register_backends", "open_run", "attach_run", "log_config", "log_metrics", "close_run"}
 
@@ -69,7 +68,7 @@ class PluginInfo:
 
 
 def disabled_names() -> set[str]:
-    return {n.strip() for n in os.environ.get(DISABLE_ENV, "").split(",") if n.strip()}
+    return settings.names(DISABLE_ENV)
 
 
 def _unknown_hooks(pm: pluggy.PluginManager, plugin: object) -> list[str]:
@@ -89,7 +88,7 @@ class PluginManager:
         self.pm.add_hookspecs(hookspecs)
         self.plugins: dict[str, PluginInfo] = {}
         self._backends: dict[str, BackendSpec] | None = None
-        if os.environ.get(TRACE_ENV):
+        if settings.get(TRACE_ENV):
             trace_log = logging.getLogger("tracking_core.trace")
             self.pm.trace.root.setwriter(lambda msg: trace_log.info(msg.rstrip()))
             self.pm.enable_tracing()

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import importlib.util
 import logging
-import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from . import settings
 from .options import BACKENDS_ENV
 
 if TYPE_CHECKING:
@@ -58,7 +58,7 @@ def resolve_backend_names(
     flag = getattr(args, "tracking_backends", None)
     if flag:
         return parse_names(flag), "--tracking-backends"
-    env = os.environ.get(BACKENDS_ENV)
+    env = settings.get(BACKENDS_ENV)
     if env:
         return parse_names(env), f"${BACKENDS_ENV}"
     if manager is not None:

@@ -13,7 +13,9 @@ import os
 import sys
 from dataclasses import dataclass
 
-WRITER_ENV = "TRACKING_CORE_WRITER"
+from . import settings
+
+WRITER_ENV = settings.WRITER
 
 
 @dataclass(frozen=True)
@@ -67,7 +69,7 @@ def decide_writer(explicit: bool | None = None) -> WriterDecision:
     rank = _torch_rank()
     if explicit is not None:
         return WriterDecision(bool(explicit), rank, "chosen by the caller")
-    forced = os.environ.get(WRITER_ENV, "").strip().lower()
+    forced = (settings.get(WRITER_ENV) or "").lower()
     if forced in {"1", "true", "yes", "0", "false", "no"}:
         return WriterDecision(forced in {"1", "true", "yes"}, rank, f"${WRITER_ENV}={forced}")
     megatron = _megatron_decision()

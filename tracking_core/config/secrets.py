@@ -48,11 +48,11 @@ import functools
 import hashlib
 import json
 import logging
-import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from .. import settings
 from .convert import child_path, index_path
 
 __all__ = [
@@ -73,9 +73,9 @@ __all__ = [
 
 log = logging.getLogger("tracking_core.config")
 
-PATTERNS_ENV = "TRACKING_CORE_SECRET_PATTERNS"
-ALLOW_KEYS_ENV = "TRACKING_CORE_ALLOW_KEYS"
-SECRET_KEYS_ENV = "TRACKING_CORE_SECRET_KEYS"
+PATTERNS_ENV = settings.SECRET_PATTERNS
+ALLOW_KEYS_ENV = settings.ALLOW_KEYS
+SECRET_KEYS_ENV = settings.SECRET_KEYS
 
 #: ``classify_name`` answers: always a secret / a secret only if the value looks like one.
 SECRET = "secret"
@@ -308,11 +308,11 @@ class Redactor:
         secret_key_list = [_compile(p, "secret_keys", re.IGNORECASE) for p in secret_keys]
         allow = [str(k) for k in allow_keys]
         if use_env:
-            for text in _split_list(os.environ.get(PATTERNS_ENV, "")):
+            for text in _split_list(settings.get(PATTERNS_ENV) or ""):
                 pattern_list.append(_compile(text, PATTERNS_ENV))
-            for text in _split_list(os.environ.get(SECRET_KEYS_ENV, "")):
+            for text in _split_list(settings.get(SECRET_KEYS_ENV) or ""):
                 secret_key_list.append(_compile(text, SECRET_KEYS_ENV, re.IGNORECASE))
-            allow.extend(_split_list(os.environ.get(ALLOW_KEYS_ENV, "")))
+            allow.extend(_split_list(settings.get(ALLOW_KEYS_ENV) or ""))
         self.patterns: tuple[re.Pattern[str], ...] = tuple(pattern_list)
         self.secret_keys: tuple[re.Pattern[str], ...] = tuple(secret_key_list)
         self.allow_keys: tuple[str, ...] = tuple(allow)
@@ -535,9 +535,9 @@ def default_redactor() -> Redactor:
     """A :class:`Redactor` with the built-in rules and the environment's additions (cached)."""
     global _default
     env = (
-        os.environ.get(PATTERNS_ENV, ""),
-        os.environ.get(ALLOW_KEYS_ENV, ""),
-        os.environ.get(SECRET_KEYS_ENV, ""),
+        (settings.get(PATTERNS_ENV) or ""),
+        (settings.get(ALLOW_KEYS_ENV) or ""),
+        (settings.get(SECRET_KEYS_ENV) or ""),
     )
     cached = _default
     if cached is not None and cached[0] == env:
