@@ -372,8 +372,14 @@ class Run:
             log.warning(msg, *args)
 
     def forked(self) -> None:
-        """Called in a child process right after ``fork``: the run stays its parent's."""
+        """Called in a child process right after ``fork``: the run stays its parent's. The
+        inherited journal and lock descriptors are let go of, so that the parent's locks end
+        with the parent."""
         self._state = "forked"
+        if self._writer is not None:
+            self._writer.forget()
+        if self._delivery is not None:
+            self._delivery.forget()
 
     def __enter__(self) -> Run:
         return self

@@ -39,6 +39,8 @@ MAX_RESTARTS = 3
 REPLY_GRACE = 0.5
 #: Messages waiting for the child beyond this are dropped (counted): the child is stuck.
 MAX_OUTBOX = 100_000
+#: Of a finish's timeout, what is kept for the child's answer to arrive and the child to exit.
+FINISH_MARGIN = 0.3
 
 
 class ProcessDelivery:
@@ -215,6 +217,8 @@ class ProcessDelivery:
             self._local.wake()
 
     def _request(self, op: dict[str, Any], timeout: float | None) -> dict[str, Any]:
+        if self._done and self._local is None:
+            return {}  # no delivery process any more: what is left waits for sync
         deadline = None if timeout is None else time.monotonic() + timeout
         done = threading.Event()
         reply: dict[str, Any] = {}
@@ -234,7 +238,8 @@ class ProcessDelivery:
         return bool(self._request({"op": "drain", "target": target_n}, timeout).get("ok"))
 
     def finish(self, end_n: int, timeout: float) -> dict[str, Any]:
-        reply = self._request({"op": "finish", "end": end_n}, timeout)
+        # The child answers within its own bound, leaving time for the answer to arrive.
+        reply = self._request({"op": "finish", "end": end_n}, max(0.0, timeout - FINISH_MARGIN))
         self._done = True
         report = reply.get("report")
         if report is None:  # no answer in time: what the child said last, and that it is not done
@@ -242,10 +247,16 @@ class ProcessDelivery:
         self._outbox.put(None)  # close the child's stdin once everything before is sent
         if self._local is None and reply:
             try:
-                self.proc.wait(1.0)
+                self.proc.wait(FINISH_MARGIN)
             except subprocess.TimeoutExpired:
                 pass  # it ends by itself; nothing of ours waits for it
         return report
+
+    def forget(self) -> None:
+        """In a forked child: this process is not the delivery process's parent; say nothing."""
+        self._done = True
+        if self._local is not None:
+            self._local.forget()
 
     def report(self) -> dict[str, Any]:
         if self._local is not None:

@@ -157,8 +157,9 @@ class Follower:
         report = self.report()
         for worker in self.workers.values():
             worker.stop()
+        joined = time.monotonic() + 0.3  # a worker inside a slow tracker call is left to it
         for worker in self.workers.values():
-            worker.join(1.0)
+            worker.join(max(0.0, joined - time.monotonic()))
             worker.slot.release()
         if self.folder is not None:
             if not report["outstanding"]:
@@ -168,6 +169,16 @@ class Follower:
                 self._lock_fd = None
         self.finished = report
         return report
+
+    def forget(self) -> None:
+        """In a child forked from the process that runs this follower: let go of the inherited
+        lock descriptor (the parent keeps the lock) without touching anything."""
+        if self._lock_fd is not None:
+            try:
+                os.close(self._lock_fd)
+            except OSError:
+                pass
+            self._lock_fd = None
 
     def stop(self) -> None:
         """Stop delivering at once (what is not done stays in the journal)."""

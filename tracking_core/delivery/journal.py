@@ -219,6 +219,11 @@ class JournalWriter:
             except OSError:
                 pass  # keep appending to this one; the next rotation tries again
 
+    def forget(self) -> None:
+        """In a child forked from the writer: let go of the inherited descriptors (the lock
+        stays the parent's) and never write."""
+        self.close()
+
     def close(self) -> None:
         if self.closed:
             return

@@ -48,6 +48,8 @@ class Delivery(Protocol):
 
     def report(self) -> dict[str, Any]: ...
 
+    def forget(self) -> None: ...
+
 
 class ThreadDelivery:
     """The follower on threads of this process."""
@@ -71,6 +73,9 @@ class ThreadDelivery:
 
     def report(self) -> dict[str, Any]:
         return self.follower.report()
+
+    def forget(self) -> None:
+        self.follower.forget()
 
 
 def delivery_mode(explicit: str | None, specs: Sequence[BackendSpec], manager: PluginManager) -> str:
