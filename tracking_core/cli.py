@@ -92,6 +92,8 @@ def _cmd_sync(ns: argparse.Namespace) -> int:
         print(f"  opened the run in {item.split(':', 1)[1]} (it was never reached)")
     for item in report.skipped_live:
         print(f"  skipped {item}")
+    for folder, count in report.bad_lines.items():
+        print(f"  read past {count} unreadable line(s) (cut or garbage) in {folder}")
     for error in report.errors:
         print(f"  ERROR {error}", file=sys.stderr)
     return 1 if report.errors else 0

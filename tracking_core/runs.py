@@ -126,6 +126,7 @@ class Run:
         self._warned: set[str] = set()
         self._lock = threading.Lock()
         self._handle_lock = threading.Lock()
+        self._local_unusable = False  # said once: later local writes fail quietly
         contexts = {
             s.name: RunContext(
                 backend=s.name,
@@ -202,11 +203,13 @@ class Run:
         try:
             return JournalWriter(folder, meta, settings.segment_bytes())
         except JournalUnavailable as exc:
+            self._local_unusable = True
             log.warning(
-                "tracking-core cannot keep a journal in %s (%s): records go to the trackers from "
-                "memory only, and a crash or a tracker that stays down loses them; point "
-                "$%s or --tracking-dir at a writable directory",
-                folder,
+                "tracking-core cannot write in its tracking directory %s (%s): no journal, run "
+                "handle or config files there; records go to the trackers from memory only, and "
+                "a crash or a tracker that stays down loses them; point $%s or --tracking-dir "
+                "at a writable directory",
+                self.handle.tracking_dir,
                 exc.strerror or exc,
                 settings.DIR,
             )
@@ -220,7 +223,7 @@ class Run:
             self.handle.backends[name] = plain(dict(result))
             if name in self.handle.pending:
                 self.handle.pending.remove(name)
-            save_handle(self.handle)
+            self.save_handle()
 
     # -- config --------------------------------------------------------------------------------
     def log_config(
@@ -269,7 +272,21 @@ class Run:
             tmp.write_text(text)
             os.replace(tmp, path)
         except OSError as exc:
-            self._warn_once("save-config", "could not save config %s (%s); backends still receive it", path, exc)
+            self._local_failed("save-config", "could not save config %s (%s); the trackers still receive it", path, exc)
+
+    def save_handle(self) -> Path | None:
+        """Save the run handle in the run directory (for resume and sync); None if it cannot."""
+        try:
+            return self.handle.save()
+        except OSError as exc:
+            self._local_failed("save-handle", "could not save the run handle in %s (%s); resume and sync need it", self.handle.run_dir, exc)
+            return None
+
+    def _local_failed(self, kind: str, msg: str, *args: Any) -> None:
+        if self._local_unusable:
+            log.debug(msg, *args)  # the tracking directory's warning said it already
+        else:
+            self._warn_once(kind, msg, *args)
 
     # -- metrics -------------------------------------------------------------------------------
     def log_metrics(
@@ -428,14 +445,6 @@ class NullRun:
         return None
 
 
-def save_handle(handle: RunHandle) -> Path | None:
-    try:
-        return handle.save()
-    except OSError as exc:
-        log.warning("could not save the run handle in %s (%s); resume and sync need it", handle.run_dir, exc)
-        return None
-
-
 def _targets(specs: Sequence[BackendSpec], context: RunContext) -> dict[str, dict[str, Any]]:
     """Where each backend's run goes, decided now, without connecting anywhere."""
     out: dict[str, dict[str, Any]] = {}
@@ -513,7 +522,7 @@ def start_run(
         delivery=delivery or getattr(args, "tracking_delivery", None),
         args=args,
     )
-    path = save_handle(run_handle)
+    path = run.save_handle()
     log.info(
         "tracking-core run %s %s with %s (selected by %s); run handle saved to %s",
         run_handle.run_id,

@@ -63,6 +63,8 @@ class SyncReport:
     skipped_live: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
+    #: journal folder -> lines in it that were not records (cut or garbage), read past
+    bad_lines: dict[str, int] = field(default_factory=dict)
 
 
 def sync(path: str | os.PathLike[str], *, stream: TextIO | None = sys.stderr) -> SyncReport:
@@ -125,6 +127,8 @@ def replay(
     follower.start()
     result = follower.finish(follower.replay_end(), timeout)
     report.records += sum(b["delivered"] - before.get(name, 0) for name, b in result["backends"].items())
+    if result.get("bad_lines"):
+        report.bad_lines[str(folder)] = int(result["bad_lines"])
     if result["outstanding"]:
         for name, what in result["outstanding"].items():
             report.errors.append(f"{folder}: {name} still lacks {what} (see the warnings above)")

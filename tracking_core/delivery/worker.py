@@ -41,11 +41,16 @@ log = logging.getLogger("tracking_core.delivery")
 
 MAX_BATCH = 1000
 BREAKER_THRESHOLD = 3
+#: Failures of one batch after which its records are tried one by one (before the breaker
+#: opens: a batch the tracker refuses is bad data, not a tracker that is down).
+ISOLATE_AFTER = 2
 MAX_RETRY_DELAY = 10.0
 #: How often an attach waiting for the primary's open is tried again, and after how long the
 #: wait is reported as a failure.
 NOT_OPEN_POLL = 1.0
 NOT_OPEN_GRACE = 60.0
+#: How long a drain waits for the primary to open the run before it counts the tracker as down.
+NOT_OPEN_PATIENCE = 3.0
 #: Records of one row get consecutive ``MetricRecord.seq`` numbers inside a span of this size.
 ROW_SPAN = 1 << 20
 #: How many records a worker reads from its stream at a time.
@@ -188,6 +193,7 @@ class BackendWorker:
         self._urgent = 0
         self._probe_now = False
         self._waiting_since: float | None = None
+        self._isolating = False
         self._rejected_keys: set[str] = set()
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -230,8 +236,8 @@ class BackendWorker:
                 while self.progress.n < target_n:
                     if self._stop.is_set() and not self._thread.is_alive():
                         return False
-                    if self.circuit_open and self.attempts > probe_mark:
-                        return False
+                    if self._gave_up(probe_mark):
+                        return False  # down (or not open yet), and probed once since
                     remaining = None if deadline is None else deadline - time.monotonic()
                     if remaining is not None and remaining <= 0:
                         return False
@@ -240,6 +246,19 @@ class BackendWorker:
         finally:
             with self._progress:
                 self._urgent -= 1
+
+    def _gave_up(self, probe_mark: int) -> bool:
+        """Whether a drain stops waiting: the tracker is down (its circuit open, or it cannot
+        be opened) and was probed once since the drain began. Waiting for the primary to open
+        the run is given a little patience first: the primary may just be slower."""
+        if self.attempts <= probe_mark or self._isolating:
+            return False
+        if self.circuit_open:
+            return True
+        if self.ready:
+            return False
+        waiting = self._waiting_since
+        return waiting is None or time.monotonic() - waiting >= NOT_OPEN_PATIENCE
 
     # -- the thread -------------------------------------------------------------------------
     def _run(self) -> None:
@@ -297,6 +316,7 @@ class BackendWorker:
                 continue
             if ok:
                 self.ready = True
+                self._waiting_since = None
                 # A tracker in this process (thread delivery) registers its own exit teardown
                 # when it opens: ours must still run first.
                 lifecycle.exit_hook_last()
@@ -309,6 +329,9 @@ class BackendWorker:
 
     def _not_open(self, hook: str, exc: RunNotOpenYet) -> None:
         """The primary has not opened the run here yet: a wait, reported only when it lasts."""
+        with self._progress:
+            self.attempts += 1
+            self._progress.notify_all()
         if self._waiting_since is None:
             self._waiting_since = time.monotonic()
         elif time.monotonic() - self._waiting_since > NOT_OPEN_GRACE:
@@ -318,7 +341,7 @@ class BackendWorker:
         """Back off; a drain that starts while the circuit is open gets its probe at once."""
         deadline = time.monotonic() + delay
         while not self._stop.is_set():
-            if self._probe_now and self.circuit_open:
+            if self._probe_now and (self.circuit_open or not self.ready):
                 self._probe_now = False
                 return
             remaining = deadline - time.monotonic()
@@ -375,16 +398,8 @@ class BackendWorker:
             return False, exc
         except Exception as exc:  # noqa: BLE001 - failure isolation
             self.failures.record(hook, exc)
-            self.consecutive_failures += 1
-            if self.consecutive_failures == BREAKER_THRESHOLD:
-                self.down_since = time.monotonic()
-                log.warning(
-                    "backend %r failed %d times in a row: bypassed for now, probing every "
-                    "%.0f s at most; its records wait in the journal",
-                    self.name,
-                    BREAKER_THRESHOLD,
-                    self.max_retry_delay,
-                )
+            if not self._isolating:  # isolation judges the tracker's health itself
+                self._failed_again()
             with self._progress:
                 self._progress.notify_all()
             return False, exc
@@ -397,6 +412,19 @@ class BackendWorker:
             self.down_since = None
         self.consecutive_failures = 0
         return True, result
+
+    def _failed_again(self, times: int = 1) -> None:
+        before = self.consecutive_failures
+        self.consecutive_failures += times
+        if before < BREAKER_THRESHOLD <= self.consecutive_failures:
+            self.down_since = time.monotonic()
+            log.warning(
+                "backend %r failed %d times in a row: bypassed for now, probing every "
+                "%.0f s at most; its records wait in the journal",
+                self.name,
+                self.consecutive_failures,
+                self.max_retry_delay,
+            )
 
     def _call(self, batch: list[dict[str, Any]]) -> tuple[bool, Any]:
         kind = batch[0]["t"]
@@ -417,13 +445,20 @@ class BackendWorker:
         delay = 0.1
         tries = 0
         while not self._stop.is_set():
-            ok, _ = self._call(batch)
-            if ok:
-                self._done(batch, delivered=_values(batch))
-                return
-            tries += 1
-            if tries >= BREAKER_THRESHOLD and batch[0]["t"] != "end" and self._isolate(batch):
-                return
+            # From the try after which the batch is isolated, its failure is judged by the
+            # isolation (bad data, or a tracker that is down), not counted by the breaker.
+            judging = tries + 1 >= ISOLATE_AFTER and batch[0]["t"] != "end"
+            self._isolating = judging
+            try:
+                ok, _ = self._call(batch)
+                if ok:
+                    self._done(batch, delivered=_values(batch))
+                    return
+                tries += 1
+                if judging and self._isolate(batch):
+                    return
+            finally:
+                self._isolating = False
             self._sleep(delay)
             delay = min(delay * 2, self.max_retry_delay)
 
@@ -453,8 +488,20 @@ class BackendWorker:
             self._progress.notify_all()
 
     def _isolate(self, batch: list[dict[str, Any]]) -> bool:
-        """Set aside what the backend refuses while it takes the rest; False when nothing gets
-        through (the backend is down: the batch stays and is retried)."""
+        """Set aside what the backend refuses while it takes the rest; False when it is down or
+        there is nothing yet to tell (the batch stays and is retried)."""
+        verdict = self._isolate_batch(batch)
+        if verdict == "resolved":
+            # It took other records: refusals of bad data say nothing about its health.
+            self.consecutive_failures = 0
+            self.down_since = None
+            return True
+        # Nothing got through: it is down; or nothing to compare with: a failure like any other.
+        self._failed_again(BREAKER_THRESHOLD if verdict == "down" else 1)
+        return False
+
+    def _isolate_batch(self, batch: list[dict[str, Any]]) -> str:
+        """``resolved`` (what it refuses is set aside), ``down`` or ``unknown``."""
         if batch[0]["t"] == "row":
             records = [r for e in batch for r in records_of(e, self.prefix, self.context.role)]
             if len(records) > 1:
@@ -464,15 +511,15 @@ class BackendWorker:
             # Nothing after it to tell a refusal from an outage (the close is no probe: nothing
             # may follow it): keep retrying; what is left at the end stays in the journal.
             self._pending.extendleft(reversed(probe))
-            return False
+            return "unknown"
         ok, _ = self._call(probe)
         if not ok:
             self._pending.extendleft(reversed(probe))
-            return False
+            return "down"
         # The backend took the next batch: it is up, and refuses this one.
         self._set_aside(batch)
         self._done(probe, delivered=_values(probe))
-        return True
+        return "resolved"
 
     def _next_batch_now(self) -> list[dict[str, Any]]:
         with self._progress:
@@ -483,7 +530,7 @@ class BackendWorker:
             with self._progress:
                 self._urgent -= 1
 
-    def _isolate_records(self, batch: list[dict[str, Any]], records: list[MetricRecord]) -> bool:
+    def _isolate_records(self, batch: list[dict[str, Any]], records: list[MetricRecord]) -> str:
         failed: list[tuple[MetricRecord, BaseException]] = []
         delivered = 0
         for record in records:
@@ -493,9 +540,9 @@ class BackendWorker:
             else:
                 failed.append((record, exc))
                 if not delivered and len(failed) >= BREAKER_THRESHOLD + 1:
-                    return False  # nothing gets through: down, not bad data
+                    return "down"  # nothing gets through: down, not bad data
         if not delivered:
-            return False
+            return "down"
         refused = []
         for record, _ in failed:
             ok, again = self._try("log_metrics", records=[record], run=self.context)
@@ -506,7 +553,7 @@ class BackendWorker:
         for record, exc in refused:
             self._report_rejected(record.name, exc)
         self._done(batch, delivered=delivered, rejected=len(refused))
-        return True
+        return "resolved"
 
     def _set_aside(self, batch: list[dict[str, Any]]) -> None:
         ok, exc = self._call(batch)  # one last try now that the backend is known to be up

@@ -1,0 +1,153 @@
+"""Defects 9 and 5 (bounds): ``finish(timeout)`` returns within ``timeout`` + 1 s whatever the
+delivery process does (stopped, killed mid-finish); a killed one is restarted within the
+remaining time and everything is delivered and counted right; with the tracker down and its
+circuit open, ``finish`` returns at once in every writer; ``start_run`` and ``attach`` never
+wait for a tracker. The bounds are generous (machines are noisy); benchmarks measure speed."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from tests.faults.conftest import Faults, explain_sync, journal_files, once, sync
+
+STOPPED_JOB = """
+import signal, sys, tracking_core
+run = tracking_core.start_run(backends=["faulty"], tracking_dir=sys.argv[1])
+for step in range(2000):
+    run.log_metrics({"x": float(step)}, step=step)
+pid = delivery_pid(run)
+print(f"DELIVERY {pid}", flush=True)
+run.flush(1.0)  # delivery is under way
+_os.kill(pid, signal.SIGSTOP)
+t0 = _time.monotonic()
+summary = run.finish(timeout=5)
+took = _time.monotonic() - t0
+with __import__("contextlib").suppress(ProcessLookupError):
+    _os.kill(pid, signal.SIGKILL)  # a stopped process ignores everything else
+report(took=took, summary=summ(summary))
+"""
+
+
+@pytest.mark.slow
+def test_finish_returns_in_time_with_a_stopped_delivery_process(
+    faults: Faults, tmp_path: Path, jobs
+) -> None:
+    td = tmp_path / "td"
+    job = jobs(STOPPED_JOB, faults.env(FAULT_SLOW="0.2", FAULT_MAX_BATCH="100"), args=[td])
+    pid = int(job.readline_until("DELIVERY "))
+    try:
+        job.wait(60)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    result = job.result
+    assert result["took"] < 6, result
+    summary = result["summary"]
+    assert summary["drained"] is False and summary["journal"], summary["describe"]
+    # What the stopped process did not deliver is kept, and sync delivers it.
+    done = sync(td, faults.env())
+    assert done.returncode == 0, explain_sync(done)
+    assert faults.metrics() == once(["x"], range(2000))
+    assert journal_files(td) == []
+
+
+KILLED_JOB = """
+import signal, sys, threading, tracking_core
+run = tracking_core.start_run(backends=["faulty"], tracking_dir=sys.argv[1])
+for step in range(5000):
+    run.log_metrics({"x": float(step)}, step=step)
+pid = delivery_pid(run)
+
+
+def kill_soon():
+    _time.sleep(0.7)
+    _os.kill(pid, signal.SIGKILL)
+
+
+threading.Thread(target=kill_soon).start()
+t0 = _time.monotonic()
+summary = run.finish(timeout=30)
+report(took=_time.monotonic() - t0, killed=pid, summary=summ(summary))
+"""
+
+
+@pytest.mark.slow
+def test_a_delivery_process_killed_during_finish_is_restarted_and_everything_delivered(
+    faults: Faults, tmp_path: Path, jobs
+) -> None:
+    td = tmp_path / "td"
+    # ~2.5 s of delivery left when finish starts: the kill lands in the middle of it.
+    job = jobs(KILLED_JOB, faults.env(FAULT_SLOW="0.05", FAULT_MAX_BATCH="100"), args=[td]).wait(90)
+    result = job.result
+    got = faults.metrics()
+    assert got == once(["x"], range(5000)), f"{5000 - len(got)} of 5000 missing"
+    assert result["took"] < 31
+    assert [c["status"] for c in faults.events("close")] == ["FINISHED"]
+    openers = {c["pid"] for c in faults.calls() if c.get("ev") in ("open", "attach")}
+    assert result["killed"] in openers and len(openers) >= 2  # it was started again
+    summary = result["summary"]
+    assert summary["drained"] is True and summary["journal"] is None, summary["describe"]
+    # Counted right across the restart: what the tracker holds, no "NOT delivered" ghosts.
+    assert summary["backends"]["faulty"]["delivered"] == 5000
+    assert summary["backends"]["faulty"]["undelivered"] == 0
+    assert journal_files(td) == []
+
+
+DOWN_JOB = """
+import sys, tracking_core
+td = sys.argv[1]
+t0 = _time.monotonic()
+run = tracking_core.start_run(backends=["faulty"], tracking_dir=td, config={"lr": 0.1})
+start_took = _time.monotonic() - t0
+t0 = _time.monotonic()
+actor = tracking_core.attach(role="actor", writer=True, collect=False, config={"lr": 0.2})
+attach_took = _time.monotonic() - t0
+for step in range(50):  # ~2 s of failures: every circuit is open by the end
+    run.log_metrics({"x": float(step)}, step=step)
+    actor.log_metrics({"loss": step / 10}, step=step)
+    _time.sleep(0.04)
+t0 = _time.monotonic()
+secondary = actor.finish(timeout=5)
+secondary_took = _time.monotonic() - t0
+t0 = _time.monotonic()
+primary = run.finish(timeout=5)
+primary_took = _time.monotonic() - t0
+report(start_took=start_took, attach_took=attach_took, secondary_took=secondary_took,
+       primary_took=primary_took, secondary=summ(secondary), primary=summ(primary))
+"""
+
+
+@pytest.mark.slow
+def test_a_tracker_that_is_down_never_holds_up_start_or_finish(
+    faults: Faults, tmp_path: Path, jobs
+) -> None:
+    td = tmp_path / "td"
+    faults.go_down()
+    job = jobs(DOWN_JOB, faults.env(), args=[td]).wait(60)
+    result = job.result
+    assert result["start_took"] < 3, result
+    assert result["attach_took"] < 3, result
+    # Circuit open: at most one probe, not the whole timeout, in every writer.
+    assert result["secondary_took"] < 2.5, result
+    assert result["primary_took"] < 2.5, result
+    for key in ("primary", "secondary"):
+        summary = result[key]
+        assert summary["drained"] is False and summary["journal"], summary["describe"]
+        assert summary["backends"]["faulty"]["undelivered"] == 50, (key, summary)
+        assert summary["backends"]["faulty"]["delivered"] == 0, (key, summary)
+    assert faults.metrics() == once([], [])
+    refused = [c for c in faults.calls() if c.get("ev") == "refused"]
+    assert len(refused) < 40, f"{len(refused)} calls to a tracker that is down: no circuit breaker"
+
+    faults.come_back()
+    done = sync(td, faults.env())
+    assert done.returncode == 0, explain_sync(done)
+    assert faults.metrics() == once(["x"], range(50)) + once(["actor/loss"], range(50))
+    assert sorted(c["namespace"] for c in faults.events("config")) == ["actor", "launch"]
+    assert [c["status"] for c in faults.events("close") if c["primary"]] == ["FINISHED"]
+    assert journal_files(td) == []

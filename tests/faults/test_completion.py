@@ -1,0 +1,140 @@
+"""Defect 2: a journal is removed only when every backend acknowledged every metric record,
+every config section and the close; the finish summary says what is missing where, and
+``tracking-core sync`` delivers exactly that (and only that)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.faults.conftest import Faults, explain_sync, journal_files, once, sync
+
+CLOSE_JOB = """
+import sys, tracking_core
+run = tracking_core.start_run(backends=["faulty", "steady"], tracking_dir=sys.argv[1],
+                              config={"lr": 0.1})
+for step in range(50):
+    run.log_metrics({"loss": step / 10}, step=step)
+t0 = _time.monotonic()
+summary = run.finish(timeout=5)
+report(took=_time.monotonic() - t0, summary=summ(summary))
+"""
+
+
+@pytest.mark.slow
+def test_a_close_that_always_fails_keeps_the_journal_and_sync_retries_it(
+    faults: Faults, tmp_path: Path, jobs
+) -> None:
+    td = tmp_path / "td"
+    job = jobs(CLOSE_JOB, faults.env(FAULT_FAIL_CLOSE="1"), args=[td]).wait()
+    summary = job.result["summary"]
+    assert job.result["took"] < 6
+    assert summary["status"] == "FINISHED"
+    assert faults.metrics() == once(["loss"], range(50))
+    assert faults.events("close") == []
+    # Not complete: the journal stays, and the summary names the backend and what it lacks.
+    assert summary["journal"] and Path(summary["journal"]).exists(), summary["describe"]
+    assert summary["drained"] is False
+    assert summary["backends"]["faulty"]["closed"] is False
+    assert summary["backends"]["faulty"]["delivered"] == 50
+    assert summary["backends"]["faulty"]["undelivered"] == 0
+    assert summary["backends"]["steady"]["closed"] is True
+    assert "faulty" in summary["describe"] and "close" in summary["describe"]
+
+    still = sync(td, faults.env(FAULT_FAIL_CLOSE="1"))  # the close still fails: kept, an error
+    assert still.returncode == 1, explain_sync(still)
+    assert journal_files(td), "the journal went although the close was never acknowledged"
+
+    done = sync(td, faults.env())
+    assert done.returncode == 0, explain_sync(done)
+    assert [c["status"] for c in faults.events("close")] == ["FINISHED"]
+    # Only what was missing was replayed: no metric, config or close sent twice anywhere.
+    for backend in ("faulty", "steady"):
+        assert faults.metrics(backend, raw=True) == once(["loss"], range(50)), backend
+        assert len(faults.events("config", backend)) == 1, backend
+        assert len(faults.events("close", backend)) == 1, backend
+    assert journal_files(td) == []
+
+
+CONFIG_JOB = """
+import sys, tracking_core
+run = tracking_core.start_run(backends=["faulty", "steady"], tracking_dir=sys.argv[1],
+                              config={"lr": 0.1})
+critic = tracking_core.attach(role="critic", writer=True, collect=False, config={"lr": 1e-5})
+for step in range(30):
+    critic.log_metrics({"value_loss": step / 10}, step=step)
+t0 = _time.monotonic()
+critic_summary = critic.finish(timeout=5)
+took = _time.monotonic() - t0
+primary_summary = run.finish(timeout=5)
+report(took=took, critic=summ(critic_summary), primary=summ(primary_summary))
+"""
+
+
+@pytest.mark.slow
+def test_a_config_that_always_fails_is_reported_kept_and_synced_without_holding_up_metrics(
+    faults: Faults, tmp_path: Path, jobs
+) -> None:
+    td = tmp_path / "td"
+    job = jobs(CONFIG_JOB, faults.env(FAULT_FAIL_CONFIG="critic"), args=[td]).wait()
+    critic = job.result["critic"]
+    assert job.result["took"] < 6
+    # The metrics logged after the refused config were not held up by it.
+    assert faults.metrics() == once(["critic/value_loss"], range(30))
+    assert [c["namespace"] for c in faults.events("config")] == ["launch"]
+    assert sorted(c["namespace"] for c in faults.events("config", "steady")) == ["critic", "launch"]
+    faulty = critic["backends"]["faulty"]
+    assert faulty["missing_configs"] == ["critic"]
+    assert faulty["delivered"] == 30 and faulty["undelivered"] == 0
+    assert critic["backends"]["steady"]["missing_configs"] == []
+    assert critic["journal"] and Path(critic["journal"]).exists(), critic["describe"]
+    assert "critic" in critic["describe"] and "faulty" in critic["describe"]
+    assert job.result["primary"]["backends"]["faulty"]["closed"] is True
+
+    done = sync(td, faults.env())
+    assert done.returncode == 0, explain_sync(done)
+    assert sorted(c["namespace"] for c in faults.events("config")) == ["critic", "launch"]
+    assert len(faults.events("config", "steady")) == 2  # not sent again where it had arrived
+    assert faults.metrics(raw=True) == once(["critic/value_loss"], range(30))
+    assert journal_files(td) == []
+
+
+OUTAGE_JOB = """
+import sys, tracking_core
+down = _os.environ["FAULT_DOWN_FILE"]
+run = tracking_core.start_run(backends=["faulty"], tracking_dir=sys.argv[1])
+for step in range(20):
+    run.log_metrics({"loss": step / 10}, step=step)
+flushed = run.flush(30)  # the run is open and everything so far delivered
+open(down, "w").close()  # then an outage, longer than a few retries' backoff
+run.log_config({"late_lr": 0.5})
+t_down = _time.monotonic()
+step = 20
+while _time.monotonic() - t_down < 15:
+    run.log_metrics({"loss": step / 10}, step=step)
+    step += 1
+    _time.sleep(0.25)
+_os.remove(down)  # the tracker is back
+summary = run.finish(timeout=25)
+report(flushed=flushed, steps=step, summary=summ(summary))
+"""
+
+
+@pytest.mark.slow
+def test_a_config_logged_during_an_outage_reaches_the_tracker_when_it_is_back(
+    faults: Faults, tmp_path: Path, jobs
+) -> None:
+    td = tmp_path / "td"
+    job = jobs(OUTAGE_JOB, faults.env(), args=[td]).wait(120)
+    result = job.result
+    assert result["flushed"] is True
+    assert [c for c in faults.calls() if c.get("ev") == "refused"], "the outage was never seen"
+    configs = faults.events("config")
+    assert len(configs) == 1 and configs[0]["params"].get("late_lr") == 0.5, configs
+    assert faults.metrics() == once(["loss"], range(result["steps"]))
+    assert [c["status"] for c in faults.events("close")] == ["FINISHED"]
+    summary = result["summary"]
+    assert summary["drained"] is True and summary["journal"] is None, summary["describe"]
+    assert summary["backends"]["faulty"]["missing_configs"] == []
+    assert journal_files(td) == []
