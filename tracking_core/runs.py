@@ -127,45 +127,12 @@ class Run:
         self._lock = threading.Lock()
         self._handle_lock = threading.Lock()
         self._local_unusable = False  # said once: later local writes fail quietly
-        contexts = {
-            s.name: RunContext(
-                backend=s.name,
-                run_id=handle.run_id,
-                name=handle.name,
-                primary=primary,
-                tracking_dir=Path(handle.tracking_dir),
-                role=role,
-                label=self.label,
-                rank=rank,
-                options=options,
-                tags=dict(tags),
-                resume=resume,
-            )
-            for s in specs
-        }
         writer = self._open_journal(specs, options, journal) if specs else None
         self.journal = writer.folder if writer is not None else None
         self._writer = writer
         self._intake = Intake(writer, prefix, flush_interval, str(self.journal or self._journal_root()))
         self._append = self._intake.items.append
-        plan = Plan(
-            folder=str(writer.folder) if writer is not None else None,
-            prefix=prefix,
-            backends=[
-                BackendPlan(
-                    s.name,
-                    context_to_dict(contexts[s.name]),
-                    actions.get(s.name, "attach"),
-                    dict(handle.backends.get(s.name) or {}),
-                    pending=s.name in handle.pending,
-                )
-                for s in specs
-            ],
-            on_disk=writer is not None,
-            poll=flush_interval,
-            exit_timeout=self.exit_timeout,
-            handle_file=str(handle.run_dir / HANDLE_FILE),
-        )
+        plan = self._plan(specs, rank, options, tags, resume, actions, flush_interval)
         self._delivery: Delivery | None = None
         if specs:
             self._delivery = start_delivery(delivery_mode(delivery, specs, manager), plan, manager, self._opened)
@@ -175,6 +142,52 @@ class Run:
     @property
     def run_id(self) -> str:
         return self.handle.run_id
+
+    def _plan(
+        self,
+        specs: Sequence[BackendSpec],
+        rank: int | None,
+        options: Mapping[str, Any],
+        tags: Mapping[str, str],
+        resume: bool,
+        actions: Mapping[str, str],
+        flush_interval: float,
+    ) -> Plan:
+        """What this writer's follower needs, as plain data (it may cross to another process)."""
+        handle = self.handle
+        backends = []
+        for spec in specs:
+            context = RunContext(
+                backend=spec.name,
+                run_id=handle.run_id,
+                name=handle.name,
+                primary=self.primary,
+                tracking_dir=Path(handle.tracking_dir),
+                role=self.role,
+                label=self.label,
+                rank=rank,
+                options=options,
+                tags=dict(tags),
+                resume=resume,
+            )
+            backends.append(
+                BackendPlan(
+                    spec.name,
+                    context_to_dict(context),
+                    actions.get(spec.name, "attach"),
+                    dict(handle.backends.get(spec.name) or {}),
+                    pending=spec.name in handle.pending,
+                )
+            )
+        return Plan(
+            folder=str(self.journal) if self.journal is not None else None,
+            prefix=self.metric_prefix,
+            backends=backends,
+            on_disk=self.journal is not None,
+            poll=flush_interval,
+            exit_timeout=self.exit_timeout,
+            handle_file=str(handle.run_dir / HANDLE_FILE),
+        )
 
     @property
     def backends(self) -> list[str]:

@@ -71,7 +71,10 @@ class FinishSummary:
             return f"run {self.status.value}; no backends"
         parts = []
         for name, info in self.backends.items():
-            text = f"{name}: {info['delivered']} of {self.logged} values delivered"
+            if self.logged:
+                text = f"{name}: {info['delivered']} of {self.logged} values delivered"
+            else:  # a driver that logged only its config
+                text = f"{name}: no values logged here"
             if info["rejected"]:
                 text += f", {info['rejected']} rejected by the tracker (see the warnings)"
             if info["undelivered"]:
