@@ -16,34 +16,32 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from common import metrics_row, table
+from common import cpu_seconds, descendants, metrics_row, pgid, table
 
 os.environ.setdefault("WANDB_SILENT", "true")
 logging.getLogger("tracking_core").setLevel(logging.ERROR)
 
 
-def helper_cpu() -> float:
-    """CPU seconds used so far by this process's helper processes: tracking-core's delivery
-    processes and the trackers' services they or this process started (W&B's), not the MLflow
-    server (which stands for a remote one)."""
-    try:
-        import psutil
-    except ImportError:
-        return float("nan")
-    total = 0.0
-    for child in psutil.Process().children(recursive=True):
-        try:
-            cmd = " ".join(child.cmdline())
-            if "mlflow" in cmd and "delivery_process" not in cmd:
-                continue
-            times = child.cpu_times()
-            total += times.user + times.system
-        except psutil.Error:
-            continue
-    return total
+def helper_cpu(exclude_group: int | None = None) -> dict[int, float]:
+    """CPU seconds used so far by each of this process's helper processes: tracking-core's
+    delivery processes and the trackers' services they or this process started (W&B's), not the
+    MLflow server's process group (it stands for a remote one)."""
+    return {
+        pid: cpu_seconds(pid)
+        for pid in descendants(os.getpid())
+        if exclude_group is None or pgid(pid) != exclude_group
+    }
 
 
-def loop(seconds: float, log: Callable[[int, dict], None] | None) -> tuple[float, int, float, float]:
+def helper_cpu_since(before: dict[int, float], exclude_group: int | None) -> float:
+    """CPU seconds the helpers alive now used since ``before`` (a helper that ended meanwhile
+    is not counted; one that started meanwhile counts whole)."""
+    now = helper_cpu(exclude_group)
+    return sum(max(0.0, cpu - before.get(pid, 0.0)) for pid, cpu in now.items())
+
+
+def loop(seconds: float, log: Callable[[int, dict], None] | None,
+         exclude_group: int | None = None) -> tuple[float, int, float, float]:
     """Iterations per second of a single-threaded matmul loop that logs every 0.1 s, the number
     of log calls it made, the CPU seconds per second the process's *other* threads used
     meanwhile (tracking-core's pump, whatever threads the trackers start in-process) and those
@@ -55,7 +53,7 @@ def loop(seconds: float, log: Callable[[int, dict], None] | None) -> tuple[float
     b = torch.randn(192, 192)
     iterations = 0
     step = 0
-    cpu0, main0, helpers0 = time.process_time(), time.thread_time(), helper_cpu()
+    cpu0, main0, helpers0 = time.process_time(), time.thread_time(), helper_cpu(exclude_group)
     start = time.perf_counter()
     next_log = start + 0.1
     end = start + seconds
@@ -71,7 +69,7 @@ def loop(seconds: float, log: Callable[[int, dict], None] | None) -> tuple[float
             next_log += 0.1
         if now >= end:
             background = (time.process_time() - cpu0) - (time.thread_time() - main0)
-            helpers = helper_cpu() - helpers0
+            helpers = helper_cpu_since(helpers0, exclude_group)
             return iterations / (now - start), step, background / (now - start), helpers / (now - start)
 
 
@@ -92,6 +90,7 @@ def main() -> None:
     control: list[float] = []  # the two no-tracking arms of a round against each other
     with tempfile.TemporaryDirectory() as tmpdir, MlflowServer(Path(tmpdir) / "server") as server:
         tmp = Path(tmpdir)
+        group = pgid(server.proc.pid) if server.proc is not None else None
         for r in range(opts.rounds):
             run = tracking_core.start_run(
                 backends=["wandb", "mlflow", "tensorboard"],
@@ -111,7 +110,7 @@ def main() -> None:
 
             measured = {"none": [], "tracking-core": []}
             for name, log in (("none", None), ("tracking-core", tracked), ("tracking-core", tracked), ("none", None)):
-                measured[name].append(loop(opts.seconds, log))
+                measured[name].append(loop(opts.seconds, log, group))
                 if log is not None:
                     run.flush(60)
                     time.sleep(1.0)
@@ -137,7 +136,7 @@ def main() -> None:
                 for k, v in d.items():
                     tb.add_scalar(k, v, i)
 
-            rates["raw"].append(loop(opts.seconds, raw))
+            rates["raw"].append(loop(opts.seconds, raw, group))
             ratios["raw"].append(rates["raw"][-1][0] / (none / 2))
             wb.finish()
             mlflow.end_run()

@@ -16,8 +16,9 @@ from .hookspecs import PROJECT
 #: Mark hook implementations in plugins: ``@tracking_core.hookimpl``.
 hookimpl = pluggy.HookimplMarker(PROJECT)
 
+from typing import TYPE_CHECKING, Any  # noqa: E402
+
 from .context import RunContext  # noqa: E402
-from .delivery.modes import DeliveryUnavailable  # noqa: E402
 from .errors import (  # noqa: E402
     BackendUnavailable,
     PluginLoadError,
@@ -29,7 +30,32 @@ from .handle import RUN_ENV, RunHandle  # noqa: E402
 from .options import HostParser, add_tracking_options  # noqa: E402
 from .plugins import get_plugin_manager  # noqa: E402
 from .records import ConfigSection, MetricRecord, RunStatus  # noqa: E402
-from .runs import FinishSummary, NullRun, Run, attach, start_run  # noqa: E402
+
+if TYPE_CHECKING:
+    from .delivery.modes import DeliveryUnavailable
+    from .runs import NullRun, Run, attach, start_run
+    from .summary import FinishSummary
+
+#: Imported on first use: a plugin module that only needs ``hookimpl`` stays cheap to import.
+_LAZY = {
+    "DeliveryUnavailable": ".delivery.modes",
+    "NullRun": ".runs",
+    "Run": ".runs",
+    "attach": ".runs",
+    "start_run": ".runs",
+    "FinishSummary": ".summary",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tracking_core' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
 
 __version__ = "0.1.0"
 

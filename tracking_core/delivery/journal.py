@@ -189,7 +189,34 @@ class JournalWriter:
         self._fd, self.index, self.size = fd, index, 0
 
     def append(self, data: bytes) -> None:
-        """Append whole lines (``OSError`` and nothing half-written if the disk refused them)."""
+        """Append whole lines (``OSError`` and nothing half-written if the disk refused them),
+        beginning a new segment whenever one is full, so that a burst never makes one segment
+        larger than about ``segment_bytes`` (finished segments can then be deleted)."""
+        while data:
+            room = self.segment_bytes - self.size
+            if len(data) <= room:
+                self._append(data)
+                return
+            cut = data.rfind(b"\n", 0, room) + 1
+            if cut <= 0 and self.size == 0:
+                cut = data.find(b"\n") + 1 or len(data)  # one line longer than a segment
+            if cut > 0:
+                self._append(data[:cut])
+                data = data[cut:]
+            if data and not self._rotate():
+                self._append(data)  # no new segment to be had: this one grows
+                return
+
+    def _rotate(self) -> bool:
+        if self.size == 0:
+            return True
+        try:
+            self._open_segment(self.index + 1)
+        except OSError:
+            return False
+        return True
+
+    def _append(self, data: bytes) -> None:
         if self.closed:
             raise JournalUnavailable(errno.EBADF, "journal closed", str(self.folder))
         if self._cut:
@@ -214,10 +241,7 @@ class JournalWriter:
         self.size += len(data)
         self._cut = False
         if self.size >= self.segment_bytes:
-            try:
-                self._open_segment(self.index + 1)
-            except OSError:
-                pass  # keep appending to this one; the next rotation tries again
+            self._rotate()  # where that fails, this one grows; the next write tries again
 
     def forget(self) -> None:
         """In a child forked from the writer: let go of the inherited descriptors (the lock
