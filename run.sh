@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # The two commands of the README, each doing its own set-up:
-#   ./run.sh demo [demo options]   install into .venv, then run `tracking-core demo`
+#   ./run.sh demo [demo options]   install into .venv, then run `tracking-core demo` here
 #   ./run.sh test [pytest options] install into .venv, then run ruff, mypy and the whole test suite
+# The virtual environment lives in the checkout; the demo runs in the directory you call it
+# from (its data goes to ./tracking-runs there, and a relative --tracking-dir means there).
 set -euo pipefail
-cd "$(dirname "$0")"
+ROOT=$(cd "$(dirname "$0")" && pwd)
 
 PYTHON=${PYTHON:-python3}
-VENV=${TRACKING_CORE_VENV:-.venv}
+VENV=${TRACKING_CORE_VENV:-$ROOT/.venv}
 
 setup() {
     if [ ! -x "$VENV/bin/python" ]; then
@@ -15,13 +17,13 @@ setup() {
     fi
     local stamp="$VENV/.tracking-core-installed"
     local want
-    want=$(cat pyproject.toml | sha256sum | cut -c1-16)
+    want=$(sha256sum < "$ROOT/pyproject.toml" | cut -c1-16)
     if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
         echo "==> installing tracking-core and its extras into $VENV (first run: a few minutes)"
         "$VENV/bin/python" -m pip install -q --upgrade pip
         # torch first, pinned: the CPU wheel, not a multi-GB CUDA build
         "$VENV/bin/python" -m pip install -q "torch==2.13.0"
-        "$VENV/bin/python" -m pip install -q -e ".[all,test]"
+        "$VENV/bin/python" -m pip install -q -e "$ROOT[all,test]"
         echo "$want" > "$stamp"
     fi
 }
@@ -35,6 +37,7 @@ case "$cmd" in
         ;;
     test)
         setup
+        cd "$ROOT"
         "$VENV/bin/ruff" check .
         "$VENV/bin/mypy"  # the core, with the settings in setup.cfg
         exec "$VENV/bin/python" -m pytest -q "$@"

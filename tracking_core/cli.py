@@ -163,7 +163,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=logging.INFO if ns.verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
     )
-    return int(ns.func(ns) or 0)
+    from .errors import TrackingError
+
+    try:
+        return int(ns.func(ns) or 0)
+    except TrackingError as exc:  # a mistake the user can fix: one line, no traceback
+        print(f"tracking-core {ns.command}: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

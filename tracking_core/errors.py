@@ -10,14 +10,21 @@ class TrackingError(Exception):
 
 
 class UnknownBackend(TrackingError, ValueError):
-    def __init__(self, name: str, installed: Sequence[str], failed: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        name: str,
+        installed: Sequence[str],
+        failed: Sequence[str] = (),
+        source: str = "--tracking-backends or TRACKING_CORE_BACKENDS",
+    ) -> None:
+        import difflib
+
         self.name = name
         self.installed = list(installed)
         listed = ", ".join(self.installed) or "none"
-        msg = (
-            f"unknown tracking backend {name!r} (from --tracking-backends or "
-            f"TRACKING_CORE_BACKENDS); installed backends: {listed}"
-        )
+        close = difflib.get_close_matches(name, self.installed, n=1, cutoff=0.6)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        msg = f"unknown tracking backend {name!r} (from {source}){hint} Installed backends: {listed}"
         if failed:
             msg += (
                 f". Plugins that failed to load: {', '.join(failed)} "

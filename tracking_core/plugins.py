@@ -181,8 +181,9 @@ class PluginManager:
             self._backends = registrar.specs
         return self._backends
 
-    def select(self, names: Sequence[str]) -> list[BackendSpec]:
-        """The specs of the selected backends, or an error that says what to do."""
+    def select(self, names: Sequence[str], source: str | None = None) -> list[BackendSpec]:
+        """The specs of the selected backends, or an error that says what to do (``source``:
+        where the names came from, for the message)."""
         specs = self.backends
         for name in names:
             if name not in specs:
@@ -197,7 +198,9 @@ class PluginManager:
                         f"tracking backend {name!r} is disabled by {DISABLE_ENV}"
                     )
                 failed = [n for n, i in self.plugins.items() if i.error]
-                raise UnknownBackend(name, sorted(specs), failed)
+                if source is None:
+                    raise UnknownBackend(name, sorted(specs), failed)
+                raise UnknownBackend(name, sorted(specs), failed, source)
         return check_selectable(specs, names)
 
     # -- ordered calls -------------------------------------------------------------------------

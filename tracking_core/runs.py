@@ -510,7 +510,7 @@ def start_run(
         names, source = list(resumed.backends), "the resumed run handle"
     else:
         names, source = resolve_backend_names(args=args, explicit=backends, manager=manager)
-    specs = manager.select(names)
+    specs = manager.select(names, source)
     run_options = _options_of(args, options)
     run_handle = resumed or _new_handle(args, tracking_dir, name, run_id, key_style)
     if resumed is None:

@@ -54,7 +54,7 @@ def resolve_backend_names(
 ) -> tuple[list[str], str]:
     """The selected backend names and where the choice came from (for the start line)."""
     if explicit is not None:
-        return parse_names(explicit), "the caller"
+        return parse_names(explicit), "start_run(backends=...)"
     flag = getattr(args, "tracking_backends", None)
     if flag:
         return parse_names(flag), "--tracking-backends"

@@ -73,3 +73,27 @@ def test_sync_of_a_path_that_does_not_exist(tmp_path: Path, given: bool) -> None
     assert str(missing) in lines[0] and "does not exist" in lines[0]
     assert not missing.exists()
 
+
+
+@pytest.mark.parametrize(
+    ("argv", "env", "source", "suggestion"),
+    [
+        (["demo", "--tracking-backends", "mlfow"], {}, "--tracking-backends", "mlflow"),
+        (["demo"], {"TRACKING_CORE_BACKENDS": "wandbb"}, "$TRACKING_CORE_BACKENDS", "wandb"),
+    ],
+)
+def test_an_unknown_backend_is_one_line_naming_its_source_and_the_closest_name(
+    argv: list[str], env: dict[str, str], source: str, suggestion: str, tmp_path: Path
+) -> None:
+    out = run_python(
+        f"import sys; from tracking_core.cli import main; sys.exit(main({argv!r}))",
+        env=env,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert out.returncode == 2, out.stderr
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in out.stderr, out.stderr
+    name = argv[-1] if not env else env["TRACKING_CORE_BACKENDS"]
+    assert f"unknown tracking backend {name!r} (from {source}); did you mean {suggestion!r}?" in lines[0]
+    assert list(tmp_path.iterdir()) == []  # nothing was started, nothing written

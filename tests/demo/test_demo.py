@@ -77,3 +77,20 @@ def test_demo_logs_both_roles_to_all_three(tmp_path: Path) -> None:
     for name, axis in (("actor/train/pg_loss", "actor/train/step"), ("critic/train/value_loss", "critic/train/step"),
                        ("actor/rollout/reward_mean", "actor/rollout/step")):
         assert sorted(row[axis] for row in history if name in row) == list(range(STEPS)), name
+
+
+@pytest.mark.slow
+def test_run_sh_demo_keeps_the_callers_working_directory(tmp_path: Path) -> None:
+    """`./run.sh demo` from another directory: the data goes to ./tracking-runs *there*, not
+    into the checkout (the virtual environment stays the checkout's)."""
+    root = Path(__file__).resolve().parents[2]
+    before = (root / "tracking-runs").exists()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TRACKING_CORE_", "MLFLOW_"))}
+    env["TRACKING_CORE_VENV"] = str(Path(sys.executable).parent.parent)  # the venv under test
+    proc = subprocess.run(
+        ["bash", str(root / "run.sh"), "demo", "--steps", "1", "--tracking-backends", "jsonl"],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert [p.name for p in (tmp_path / "tracking-runs" / "jsonl").iterdir()]
+    assert (root / "tracking-runs").exists() == before
