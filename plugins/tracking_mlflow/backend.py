@@ -47,6 +47,9 @@ log = logging.getLogger("tracking_core.mlflow")
 
 T = TypeVar("T")
 
+#: The experiment tag that makes MLflow's UI show an experiment as model training.
+EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
+EXPERIMENT_KIND = "custom_model_development"
 #: Tag that identifies the job's run in MLflow (what makes ``open_run`` idempotent).
 RUN_ID_TAG = "tracking_core.run_id"
 #: Prefix of the tags that record a changed config value (``config_changed/<key>``).
@@ -158,7 +161,11 @@ class MlflowBackend:
             if settings.is_local_database(uri):
                 location = settings.embedded_artifacts(run.tracking_dir)
             try:
-                return str(self._call(client.create_experiment, name, artifact_location=location))
+                # Tagged as model training: MLflow 3's UI opens other experiments in its GenAI view.
+                tags = {EXPERIMENT_KIND_TAG: EXPERIMENT_KIND}
+                return str(
+                    self._call(client.create_experiment, name, artifact_location=location, tags=tags)
+                )
             except MlflowException as exc:
                 if _error_code(exc) != "RESOURCE_ALREADY_EXISTS":
                     raise
@@ -166,6 +173,9 @@ class MlflowBackend:
                 if experiment is None:
                     raise
         _check_not_deleted(experiment)
+        # Without the tag MLflow shows it in its GenAI view; a kind already set is left as it is.
+        if EXPERIMENT_KIND_TAG not in (experiment.tags or {}):
+            self._call(client.set_experiment_tag, experiment.experiment_id, EXPERIMENT_KIND_TAG, EXPERIMENT_KIND)
         return str(experiment.experiment_id)
 
     def _find_experiment(self, client: MlflowClient, where: Mapping[str, Any]) -> Any:

@@ -400,6 +400,8 @@ def test_embedded_store_with_concurrent_writers(tmp_path: Path) -> None:
     run_id = entry["run_id"]
     info = client.get_run(run_id).info
     assert info.status == "FINISHED"
+    # MLflow's UI opens it as a model-training experiment, not in its GenAI view
+    assert client.get_experiment(info.experiment_id).tags["mlflow.experimentKind"] == "custom_model_development"
     assert info.artifact_uri.startswith(str((tmp_path / "mlflow" / "artifacts").absolute())) or (
         str((tmp_path / "mlflow" / "artifacts").absolute()) in info.artifact_uri
     )
