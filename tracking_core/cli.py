@@ -152,13 +152,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _subcommand(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and name in action.choices:
+            return action.choices[name]
+    return parser
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     ns, extra = parser.parse_known_args(argv)
     if ns.func is _cmd_demo:
         ns.demo_argv = extra
-    elif extra:
-        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    elif extra:  # said with the subcommand's own usage, which lists the options it has
+        _subcommand(parser, ns.command).error(f"unrecognized arguments: {' '.join(extra)}")
     logging.basicConfig(
         level=logging.INFO if ns.verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",

@@ -97,3 +97,11 @@ def test_an_unknown_backend_is_one_line_naming_its_source_and_the_closest_name(
     name = argv[-1] if not env else env["TRACKING_CORE_BACKENDS"]
     assert f"unknown tracking backend {name!r} (from {source}); did you mean {suggestion!r}?" in lines[0]
     assert list(tmp_path.iterdir()) == []  # nothing was started, nothing written
+
+
+def test_a_misspelled_option_shows_the_subcommands_usage(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["sync", "--quite"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: tracking-core sync") and "unrecognized arguments: --quite" in err
