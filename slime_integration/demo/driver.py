@@ -12,6 +12,7 @@ import argparse
 import logging
 import os
 import pickle
+import shutil
 import subprocess
 import sys
 import time
@@ -168,6 +169,8 @@ def run_demo(args: argparse.Namespace) -> int:
         run.finish(status="KILLED")
         return 130
     summary = run.finish(status="FAILED" if failed else "FINISHED")
+    if not failed:  # the groups' plumbing (role args, rollouts): not the user's data
+        shutil.rmtree(exchange, ignore_errors=True)
     outcome = f"FAILED ({', '.join(failed)})" if failed else "finished"
     print(f"\ndemo {outcome} in {time.monotonic() - started:.0f} s; run {summary.status.value}")
     print("\nWhere the run is:")

@@ -94,3 +94,6 @@ def test_run_sh_demo_keeps_the_callers_working_directory(tmp_path: Path) -> None
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert [p.name for p in (tmp_path / "tracking-runs" / "jsonl").iterdir()]
     assert (root / "tracking-runs").exists() == before
+    # after a clean finish, only the user's data is left: no journal, no exchange files
+    left = {p.name for p in (tmp_path / "tracking-runs").rglob("*")}
+    assert not left & {"journal", "exchange", "role_args.pkl"}, sorted(left)
