@@ -12,17 +12,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import table
-
-
-def _children(pid: int) -> list[int]:
-    out: list[int] = []
-    for task in Path(f"/proc/{pid}/task").glob("*"):
-        try:
-            out += [int(c) for c in (task / "children").read_text().split()]
-        except OSError:
-            continue
-    return out
+from common import children, table
 
 
 def _rss_kib(pid: int) -> int:
@@ -43,7 +33,7 @@ def tree_rss(pid: int) -> tuple[int, int]:
         rss = _rss_kib(current)
         total += rss
         largest = max(largest, rss)
-        todo += _children(current)
+        todo += children(current)
     return total, largest
 
 

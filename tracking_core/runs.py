@@ -407,7 +407,7 @@ class Run:
         with the parent."""
         self._state = "forked"
         if self._writer is not None:
-            self._writer.forget()
+            self._writer.close()  # the child's copies only: the parent's lock stays the parent's
         if self._delivery is not None:
             self._delivery.forget()
 
@@ -462,9 +462,8 @@ def _targets(specs: Sequence[BackendSpec], context: RunContext) -> dict[str, dic
     """Where each backend's run goes, decided now, without connecting anywhere."""
     out: dict[str, dict[str, Any]] = {}
     for spec in specs:
-        resolve = getattr(spec, "resolve_target", None)
         try:
-            target = resolve() if resolve is not None else None
+            target = spec.resolve_target()
             out[spec.name] = plain(dict(target(dataclasses.replace(context, backend=spec.name)) or {})) if target else {}
         except Exception as exc:  # noqa: BLE001 - the backend reports it again when it opens
             log.warning("backend %r cannot say where its run goes (%s: %s)", spec.name, type(exc).__name__, exc)

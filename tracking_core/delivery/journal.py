@@ -138,16 +138,6 @@ def held(path: Path) -> bool:
     return False
 
 
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 # -- writing (the training process) ------------------------------------------------------------
 class JournalUnavailable(OSError):
     """The journal folder cannot be created or written."""
@@ -242,11 +232,6 @@ class JournalWriter:
         self._cut = False
         if self.size >= self.segment_bytes:
             self._rotate()  # where that fails, this one grows; the next write tries again
-
-    def forget(self) -> None:
-        """In a child forked from the writer: let go of the inherited descriptors (the lock
-        stays the parent's) and never write."""
-        self.close()
 
     def close(self) -> None:
         if self.closed:

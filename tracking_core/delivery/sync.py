@@ -211,7 +211,7 @@ def _entry(spec: BackendSpec, handle: RunHandle, recorded: RunHandle, folder: Pa
         return dict(handle.backends[spec.name]), True
     entry = dict(recorded.backends.get(spec.name) or handle.backends.get(spec.name) or {})
     error = entry.pop("target_error", None)
-    if error is not None or (not entry and getattr(spec, "target", None) is not None):
+    if error is not None or (not entry and spec.target is not None):
         raise Refused(
             f"{folder}: cannot replay to {spec.name!r}: the run was never opened there and where "
             f"it should go was not recorded ({error or 'no target'}); start the job's run again "
