@@ -17,6 +17,7 @@ is read at call time, so a test can flip it while the job runs:
 ``FAULT_REJECT_KEY``  a metric name: ``log_metrics`` raises ``ValueError`` whenever the batch holds
                       it (as W&B does for an empty key); set to ``""`` it rejects the empty key
 ``FAULT_SLOW``        seconds each ``log_metrics`` call sleeps
+``FAULT_SLOW_CONNECT`` seconds each ``open_run`` / ``attach_run`` call sleeps
 ``FAULT_MAX_BATCH``   the backends' ``max_batch`` (records per ``log_metrics`` call)
 ``FAULT_COUNT_ONLY``  ``1``: ``log_metrics`` writes one ``batch`` line with the record count
                       instead of one line per record (for runs of many values)
@@ -95,6 +96,8 @@ FAULTY = '''
         def _gate(self, hook):
             if not self.faults:
                 return
+            if hook in ("open_run", "attach_run"):
+                time.sleep(float(os.environ.get("FAULT_SLOW_CONNECT") or 0))
             down = os.environ.get("FAULT_DOWN_FILE")
             if down and os.path.exists(down):
                 emit({"ev": "refused", "b": self.name, "hook": hook, "why": "down"})

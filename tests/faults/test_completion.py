@@ -92,7 +92,13 @@ def test_a_config_that_always_fails_is_reported_kept_and_synced_without_holding_
     assert "critic" in critic["describe"] and "faulty" in critic["describe"]
     assert job.result["primary"]["backends"]["faulty"]["closed"] is True
 
-    done = sync(td, faults.env())
+    still = sync(td, faults.env(FAULT_FAIL_CONFIG="critic"))  # still refused: kept, an error
+    assert still.returncode == 1, explain_sync(still)
+    assert "critic" in still.stderr or "config" in still.stderr, explain_sync(still)
+    assert journal_files(td), "the journal went although the config was never acknowledged"
+
+    # A slow attach: sync's drain must wait for the call in flight, not take it for a failure.
+    done = sync(td, faults.env(FAULT_SLOW_CONNECT="1"))
     assert done.returncode == 0, explain_sync(done)
     assert sorted(c["namespace"] for c in faults.events("config")) == ["critic", "launch"]
     assert len(faults.events("config", "steady")) == 2  # not sent again where it had arrived

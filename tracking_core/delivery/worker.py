@@ -188,6 +188,10 @@ class BackendWorker:
         self.attempts = 0
         self.down_since: float | None = None
         self.owed_sections: dict[int, str] = {}
+        # Config records a previous delivery set aside (owed): offered again when the stream
+        # reaches them, and a drain waits for that retry. Not yet read / read and in flight.
+        self._owed_unseen: set[int] = set(self.progress.owed)
+        self._owed_retrying: set[int] = set()
         self._pending: deque[dict[str, Any]] = deque()
         self._last_delivery = 0.0
         self._urgent = 0
@@ -233,7 +237,7 @@ class BackendWorker:
         self._wake.set()
         try:
             with self._progress:
-                while self.progress.n < target_n:
+                while self.progress.n < target_n or self._retrying_owed():
                     if self._stop.is_set() and not self._thread.is_alive():
                         return False
                     if self._gave_up(probe_mark):
@@ -246,6 +250,10 @@ class BackendWorker:
         finally:
             with self._progress:
                 self._urgent -= 1
+
+    def _retrying_owed(self) -> bool:
+        """Whether a config owed from an earlier delivery is still to be offered again."""
+        return bool(self._owed_unseen or self._owed_retrying)
 
     def _gave_up(self, probe_mark: int) -> bool:
         """Whether a drain stops waiting: the tracker is down (its circuit open, or it cannot
@@ -314,8 +322,7 @@ class BackendWorker:
                 self._sleep(min(delay, NOT_OPEN_POLL))
                 delay = min(delay * 2, NOT_OPEN_POLL)
                 continue
-            if ok:
-                self.ready = True
+            if ok:  # ready since the call returned (see _try)
                 self._waiting_since = None
                 # A tracker in this process (thread delivery) registers its own exit teardown
                 # when it opens: ours must still run first.
@@ -353,9 +360,21 @@ class BackendWorker:
     def _fill(self) -> None:
         if not self._pending:
             progress = self.progress
-            for entry in self.stream.take(READ_AHEAD, final=self.final):
-                if not progress.done(entry["n"]):
+            taken = self.stream.take(READ_AHEAD, final=self.final)
+            for entry in taken:
+                n = entry["n"]
+                if not progress.done(n):
                     self._pending.append(entry)
+                if self._owed_unseen:
+                    with self._progress:
+                        if n in self._owed_unseen:
+                            self._owed_retrying.add(n)
+                        # An owed record the stream went past without finding (a damaged
+                        # line) will not come: nothing to wait for.
+                        self._owed_unseen = {x for x in self._owed_unseen if x > n}
+            if not taken and self.final and self._owed_unseen:
+                with self._progress:
+                    self._owed_unseen.clear()
 
     def _next_batch(self) -> list[dict[str, Any]]:
         self._fill()
@@ -388,9 +407,11 @@ class BackendWorker:
 
     # -- delivering -------------------------------------------------------------------------
     def _try(self, hook: str, **kwargs: Any) -> tuple[bool, Any]:
-        """One call; failures are counted, reported once per kind, and feed the breaker."""
-        with self._progress:
-            self.attempts += 1
+        """One call; failures are counted, reported once per kind, and feed the breaker.
+
+        ``attempts`` counts calls that have *returned* (a drain judges the tracker by them: a
+        call still in flight says nothing yet), and a successful open or attach makes the
+        backend ready in the same step."""
         try:
             result = self.slot.call(hook, **kwargs)
         except RunNotOpenYet as exc:
@@ -401,8 +422,13 @@ class BackendWorker:
             if not self._isolating:  # isolation judges the tracker's health itself
                 self._failed_again()
             with self._progress:
+                self.attempts += 1
                 self._progress.notify_all()
             return False, exc
+        with self._progress:
+            if hook in ("open_run", "attach_run"):
+                self.ready = True
+            self.attempts += 1
         if self.down_since is not None:
             log.warning(
                 "backend %r is back after %.1f s; delivering what it missed",
@@ -475,6 +501,8 @@ class BackendWorker:
             rejected=progress.rejected + rejected,
             owed=still_owed,
         )
+        with self._progress:
+            self._owed_retrying -= numbers
         for n in numbers:
             if owed and batch[0]["t"] == "config":
                 self.owed_sections[n] = str(batch[0]["section"].get("namespace"))
