@@ -5,8 +5,9 @@ Two kinds of plugins implement it:
 * **collectors** answer :func:`collect_config` with their part of a role's config;
 * **backends** are offered by name through :func:`register_backends`; when a run selects one, its
   factory builds an instance that is registered as a plugin for the life of the run and receives
-  :func:`open_run` or :func:`attach_run`, then :func:`log_config`, :func:`log_metrics` and finally
-  :func:`close_run`. Each backend instance is called through pluggy, alone, from its own worker
+  :func:`open_run` or :func:`attach_run`, then :func:`log_config`, :func:`log_metrics` (and the
+  rich kinds :func:`log_table`, :func:`log_histogram`, :func:`log_text`, :func:`log_artifact`)
+  and finally :func:`close_run`. Each backend instance is called through pluggy, alone, from its own worker
   thread, one call at a time: a backend never needs locks of its own and never sees another
   backend's calls.
 
@@ -24,7 +25,15 @@ import pluggy
 if TYPE_CHECKING:
     from .context import RunContext
     from .options import HostParser
-    from .records import ConfigSection, MetricRecord, RunStatus
+    from .records import (
+        ArtifactRecord,
+        ConfigSection,
+        HistogramRecord,
+        MetricRecord,
+        RunStatus,
+        TableRecord,
+        TextRecord,
+    )
     from .registry import BackendRegistrar
 
 PROJECT = "tracking_core"
@@ -41,6 +50,10 @@ HOOK_NAMES = (
     "attach_run",
     "log_config",
     "log_metrics",
+    "log_table",
+    "log_histogram",
+    "log_text",
+    "log_artifact",
     "close_run",
 )
 
@@ -137,6 +150,42 @@ def log_metrics(records: Sequence[MetricRecord], run: RunContext) -> None:
     and the whole batch will be offered again (same records, same timestamps). A backend should
     therefore write a batch atomically where its tracker allows it.
     """
+
+
+@hookspec
+def log_table(table: TableRecord, run: RunContext) -> None:
+    """Write one table (rows of str/number/bool/None cells under ``table.columns``) at its step.
+
+    Like every record: returning acknowledges it, raising has it offered again (the same
+    record), and one the backend keeps refusing while it takes others is skipped for this
+    backend only and counted. A backend without this hook gets the table as a markdown
+    :func:`log_text` (``<key>`` on the same step), or, without that either, is told once that
+    its tables are skipped.
+    """
+
+
+@hookspec
+def log_histogram(histogram: HistogramRecord, run: RunContext) -> None:
+    """Write one distribution, as bins plus its exact summary (see :class:`HistogramRecord`).
+
+    A backend without this hook gets the summary as metric series on the same step
+    (``<key>/count``, ``/mean``, ``/min``, ``/max``, ``/p5`` ... ``/p95``) through
+    :func:`log_metrics`.
+    """
+
+
+@hookspec
+def log_text(text: TextRecord, run: RunContext) -> None:
+    """Write one text (already redacted) at its step. Without this hook, texts are skipped for
+    the backend, with one warning, and counted."""
+
+
+@hookspec
+def log_artifact(artifact: ArtifactRecord, run: RunContext) -> None:
+    """Store a file or a directory: read it from ``artifact.path`` (a snapshot taken when it
+    was logged; it stays until every backend has it). Store it under ``artifact.name`` where
+    the tracker has artifact paths. Without this hook the backend gets a :func:`log_text` note
+    (name, kind, size, SHA-256, where the file was) instead."""
 
 
 @hookspec

@@ -1,4 +1,5 @@
-"""The data that crosses the hook contract: metric records, config sections, run status.
+"""The data that crosses the hook contract: metric records, config sections, run status, and
+the rich kinds (tables, histograms, texts, artifacts).
 
 Everything here is plain and picklable, so the same objects can be journaled, replayed and sent
 to a backend's worker without conversion.
@@ -69,3 +70,156 @@ class ConfigSection:
     values: Mapping[str, Any]
     params: Mapping[str, Any]
     report: Mapping[str, Any] = field(default_factory=dict)
+
+
+# -- the rich kinds ------------------------------------------------------------------------------
+#: A table cell as it reaches a backend: plain JSON scalars (other values arrive as their ``str``).
+Cell = str | int | float | bool | None
+
+
+@dataclass(frozen=True, slots=True)
+class TableRecord:
+    """A table logged at a step: rows of cells under named columns (rollout samples).
+
+    ``rows`` are tuples in ``columns`` order, strings already redacted. ``key``, ``prefix``,
+    ``step``, ``step_key``, ``timestamp`` and ``seq`` mean what they mean for a
+    :class:`MetricRecord`.
+    """
+
+    key: str
+    columns: tuple[str, ...]
+    rows: tuple[tuple[Cell, ...], ...]
+    step: int | None
+    timestamp: float
+    seq: int
+    role: str | None = None
+    prefix: str = ""
+    step_key: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.prefix + self.key
+
+    @property
+    def axis(self) -> str | None:
+        return None if self.step_key is None else self.prefix + self.step_key
+
+    def as_dicts(self) -> list[dict[str, Cell]]:
+        return [dict(zip(self.columns, row, strict=False)) for row in self.rows]
+
+
+@dataclass(frozen=True, slots=True)
+class HistogramRecord:
+    """A distribution logged at a step, as bins: ``counts[i]`` values fell in
+    ``[edges[i], edges[i + 1])`` (the last bin includes its right edge), with the exact summary
+    of the values (``count``, ``min``, ``max``, ``sum``, ``sum_squares`` and ``percentiles``
+    such as ``{"p50": ...}``). Non-finite values are left out and counted in ``non_finite``."""
+
+    key: str
+    counts: tuple[int, ...]
+    edges: tuple[float, ...]
+    count: int
+    min: float
+    max: float
+    sum: float
+    sum_squares: float
+    percentiles: Mapping[str, float]
+    step: int | None
+    timestamp: float
+    seq: int
+    role: str | None = None
+    prefix: str = ""
+    step_key: str | None = None
+    non_finite: int = 0
+
+    @property
+    def name(self) -> str:
+        return self.prefix + self.key
+
+    @property
+    def axis(self) -> str | None:
+        return None if self.step_key is None else self.prefix + self.step_key
+
+    @property
+    def mean(self) -> float:
+        return self.sum / self.count if self.count else float("nan")
+
+    def summary(self) -> dict[str, float]:
+        """The summary series a tracker without histograms shows: ``count``, ``mean``, ``min``,
+        ``max`` and the percentiles, by suffix."""
+        out = {"count": float(self.count), "mean": self.mean, "min": self.min, "max": self.max}
+        out.update(self.percentiles)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class TextRecord:
+    """A text logged at a step (already redacted)."""
+
+    key: str
+    text: str
+    step: int | None
+    timestamp: float
+    seq: int
+    role: str | None = None
+    prefix: str = ""
+    step_key: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.prefix + self.key
+
+    @property
+    def axis(self) -> str | None:
+        return None if self.step_key is None else self.prefix + self.step_key
+
+
+@dataclass(frozen=True, slots=True)
+class ArtifactRecord:
+    """A file or a directory (a checkpoint, a samples dump, a plot), as it was when logged.
+
+    ``path`` is where to read it: the snapshot taken when it was logged (``snapshot`` True), or,
+    where no snapshot could be taken, the caller's ``source`` path as it is now. ``files`` lists
+    ``(relative path, size)`` of every file (one entry, the file's name, for a file); ``size``
+    is their total. ``key`` is the artifact's name (``name`` adds the role prefix); ``kind``
+    is what the caller said it is (``artifact``, ``model``, ``checkpoint``, ...).
+    """
+
+    key: str
+    kind: str
+    path: str
+    source: str
+    is_dir: bool
+    size: int
+    files: tuple[tuple[str, int], ...]
+    timestamp: float
+    seq: int
+    role: str | None = None
+    prefix: str = ""
+    snapshot: bool = True
+
+    @property
+    def name(self) -> str:
+        return self.prefix + self.key
+
+    def sha256(self) -> str:
+        """The SHA-256 of the file, or of a directory's ``relative path NUL file sha256``
+        lines in path order (computed when asked: it reads every byte)."""
+        import hashlib
+        from pathlib import Path
+
+        root = Path(self.path)
+        if not self.is_dir:
+            return _file_sha256(root)
+        lines = [f"{rel}\0{_file_sha256(root / rel)}\n" for rel, _ in sorted(self.files)]
+        return hashlib.sha256("".join(lines).encode()).hexdigest()
+
+
+def _file_sha256(path: Any) -> str:
+    import hashlib
+
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()

@@ -29,6 +29,7 @@ from . import lifecycle, settings
 from . import options as opts
 from .collectors import merge_collected
 from .context import RunContext
+from .delivery import kinds, snapshot
 from .delivery.intake import Intake
 from .delivery.journal import JOURNAL_DIR, JournalUnavailable, JournalWriter
 from .delivery.modes import Delivery, delivery_mode, start_delivery
@@ -322,14 +323,75 @@ class Run:
         except (TypeError, ValueError) as exc:
             self._warn_once("metrics", "log_metrics needs a mapping of name to number, not %s (%s); nothing logged", type(metrics).__name__, exc)
 
+    # -- the rich kinds ------------------------------------------------------------------------
+    def log_table(self, key: str, rows: Any, *, step: int | None = None, step_key: str | None = None) -> None:
+        """Queue a table at ``step`` (rollout samples): ``rows`` a sequence of mappings (column
+        -> str, number, bool or None; other cells become their ``str``) or a pandas
+        DataFrame. Each row is copied here (a few microseconds for dozens of rows); the
+        conversion and the redaction of secret-shaped strings happen in the background. Never
+        blocks, never raises."""
+        if self._state is not None:
+            self._usable("log_table")
+            return
+        try:
+            held = kinds.hold_rows(rows)
+        except Exception as exc:  # noqa: BLE001 - bad input is reported, never raised
+            self._warn_once("table", "log_table(%r) needs a sequence of mappings or a DataFrame (%s: %s); nothing logged", key, type(exc).__name__, exc)
+            return
+        self._append(("table", time.time(), key, held, step, step_key))
+
+    def log_histogram(
+        self, key: str, values: Any, *, step: int | None = None, step_key: str | None = None, bins: int = kinds.DEFAULT_BINS
+    ) -> None:
+        """Queue the distribution of ``values`` (a sequence, numpy array or tensor of numbers)
+        at ``step``; the values are copied here and binned in the background (``bins`` bins
+        over their range, plus their exact count, min, max, mean and percentiles)."""
+        if self._state is not None:
+            self._usable("log_histogram")
+            return
+        try:
+            held = kinds.hold_values(values)
+        except Exception as exc:  # noqa: BLE001
+            self._warn_once("histogram", "log_histogram(%r) needs a sequence, array or tensor of numbers (%s: %s); nothing logged", key, type(exc).__name__, exc)
+            return
+        self._append(("hist", time.time(), key, held, step, step_key, bins))
+
+    def log_text(self, key: str, text: str, *, step: int | None = None, step_key: str | None = None) -> None:
+        """Queue a text at ``step`` (secret-shaped strings redacted in the background)."""
+        if self._state is not None:
+            self._usable("log_text")
+            return
+        self._append(("text", time.time(), key, text, step, step_key))
+
+    def log_artifact(self, path: str | os.PathLike[str], *, name: str | None = None, kind: str = "artifact") -> None:
+        """Queue a file or a directory (a checkpoint, a samples dump, a plot) as it is now.
+
+        Returns in about a millisecond whatever its size: the file (each file of a directory)
+        is opened here, and a snapshot taken from that in the background, so deleting or
+        replacing it right after does not change what is delivered; rewriting it in place
+        before the snapshot does (see docs/records.md). ``name`` defaults to the file's name;
+        ``kind`` says what it is (``model``, ``checkpoint``, ``dataset``, ...)."""
+        if self._state is not None:
+            self._usable("log_artifact")
+            return
+        try:
+            held = snapshot.hold(path, name, str(kind))
+        except Exception as exc:  # noqa: BLE001
+            log.warning("log_artifact: cannot read %s (%s: %s); nothing logged", path, type(exc).__name__, exc)
+            return
+        self._intake.artifact(held)
+
     # -- lifecycle -----------------------------------------------------------------------------
     def flush(self, timeout: float | None = DEFAULT_FINISH_TIMEOUT) -> bool:
         """Deliver what was logged so far to every backend; True if all of it arrived in time
         (False at once for a backend that is down)."""
         if not self._usable("flush") or self._delivery is None:
             return self._delivery is None and self._state is None
+        started = time.monotonic()
+        snapped = self._intake.snapshots.wait(timeout if timeout is not None else DEFAULT_FINISH_TIMEOUT)
         target = self._intake.pump()
-        return self._delivery.drain(target, timeout)
+        remaining = None if timeout is None else max(0.0, timeout - (time.monotonic() - started))
+        return self._delivery.drain(target, remaining) and snapped
 
     def finish(
         self, timeout: float = DEFAULT_FINISH_TIMEOUT, status: RunStatus | str | None = None
@@ -368,7 +430,7 @@ class Run:
             from .delivery.sync import await_peers
 
             await_peers(self.handle.tracking_dir, self.run_id, self.journal, time.monotonic() + min(PEER_TIMEOUT, timeout / 2))
-        end_n = self._intake.end(status.value)
+        end_n = self._intake.end(status.value, max(0.0, (deadline - time.monotonic()) / 2))
         report: dict[str, Any] = {}
         if self._delivery is not None:
             report = self._delivery.finish(end_n, max(0.0, deadline - time.monotonic()))
@@ -443,6 +505,18 @@ class NullRun:
         return None
 
     def log_metrics(self, metrics: Any, step: Any = None, step_key: Any = None) -> None:
+        return None
+
+    def log_table(self, key: Any, rows: Any, *, step: Any = None, step_key: Any = None) -> None:
+        return None
+
+    def log_histogram(self, key: Any, values: Any, *, step: Any = None, step_key: Any = None, bins: Any = None) -> None:
+        return None
+
+    def log_text(self, key: Any, text: Any, *, step: Any = None, step_key: Any = None) -> None:
+        return None
+
+    def log_artifact(self, path: Any, *, name: Any = None, kind: Any = None) -> None:
         return None
 
     def flush(self, timeout: Any = None) -> bool:

@@ -25,6 +25,7 @@ SECRET_PATTERNS = "TRACKING_CORE_SECRET_PATTERNS"
 SECRET_KEYS = "TRACKING_CORE_SECRET_KEYS"
 ALLOW_KEYS = "TRACKING_CORE_ALLOW_KEYS"
 SLIME = "TRACKING_CORE_SLIME"
+REDACT_TEXT = "TRACKING_CORE_REDACT_TEXT"
 
 #: name -> what it does, for the README's table and ``tracking-core --help``.
 ALL = {
@@ -41,6 +42,7 @@ ALL = {
     SECRET_PATTERNS: "extra value patterns to redact (regexes, comma-separated)",
     SECRET_KEYS: "extra key names to treat as secrets",
     ALLOW_KEYS: "key names never to treat as secrets",
+    REDACT_TEXT: "0: do not redact secret-shaped strings in table cells and texts (default 1)",
     SLIME: "1: put the slime drop-ins in place in every process (set by slime_integration.install)",
 }
 

@@ -1,15 +1,18 @@
-"""The jsonl backend instance: appends one JSON object per line, one file per role."""
+"""The jsonl backend instance: appends one JSON object per line, one file per role; artifacts
+are copied under the run directory (``artifacts/<role>/<name>``)."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from tracking_core import ConfigSection, MetricRecord, RunContext, RunStatus, hookimpl
+from tracking_core.records import ArtifactRecord, HistogramRecord, TableRecord, TextRecord
 
 PRIMARY_FILE = "primary"
 
@@ -90,9 +93,86 @@ class JsonlBackend:
         )
 
     @hookimpl
+    def log_table(self, table: TableRecord) -> None:
+        self._write([{**_common(table), "type": "table", "columns": list(table.columns), "rows": [list(r) for r in table.rows]}])
+
+    @hookimpl
+    def log_histogram(self, histogram: HistogramRecord) -> None:
+        h = histogram
+        self._write(
+            [
+                {
+                    **_common(h),
+                    "type": "histogram",
+                    "counts": list(h.counts),
+                    "edges": list(h.edges),
+                    "count": h.count,
+                    "min": h.min,
+                    "max": h.max,
+                    "sum": h.sum,
+                    "sum_squares": h.sum_squares,
+                    "percentiles": dict(h.percentiles),
+                    "non_finite": h.non_finite,
+                }
+            ]
+        )
+
+    @hookimpl
+    def log_text(self, text: TextRecord) -> None:
+        self._write([{**_common(text), "type": "text", "text": text.text}])
+
+    @hookimpl
+    def log_artifact(self, artifact: ArtifactRecord, run: RunContext) -> None:
+        dest = self.dir / "artifacts" / (run.role or PRIMARY_FILE) / artifact.key
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        if artifact.is_dir:
+            shutil.copytree(artifact.path, dest, dirs_exist_ok=True, copy_function=_link_or_copy)
+        else:
+            _link_or_copy(artifact.path, str(dest))
+        self._write(
+            [
+                {
+                    "type": "artifact",
+                    "name": artifact.name,
+                    "key": artifact.key,
+                    "kind": artifact.kind,
+                    "role": artifact.role,
+                    "path": str(dest),
+                    "source": artifact.source,
+                    "size": artifact.size,
+                    "files": [list(f) for f in artifact.files],
+                    "ts": artifact.timestamp,
+                    "seq": artifact.seq,
+                }
+            ]
+        )
+
+    @hookimpl
     def close_run(self, status: RunStatus, run: RunContext) -> None:
         if run.primary:
             self._write([{"type": "status", "status": status.value, "ts": time.time()}])
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+
+def _common(record: TableRecord | HistogramRecord | TextRecord) -> dict[str, Any]:
+    return {
+        "name": record.name,
+        "key": record.key,
+        "role": record.role,
+        "step": record.step,
+        "step_key": record.axis,
+        "ts": record.timestamp,
+        "seq": record.seq,
+    }
+
+
+def _link_or_copy(src: str, dst: str) -> None:
+    """A hard link where the file system allows (the snapshot is never written to), else a copy."""
+    if os.path.lexists(dst):
+        os.unlink(dst)  # delivered again (a retry, a sync): the same bytes
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copyfile(src, dst)

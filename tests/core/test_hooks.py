@@ -13,7 +13,7 @@ import pytest
 
 import tracking_core
 from tracking_core.plugins import get_plugin_manager
-from tracking_core.records import RunStatus
+from tracking_core.records import ArtifactRecord, HistogramRecord, RunStatus, TableRecord, TextRecord
 
 
 class Recorder:
@@ -42,6 +42,22 @@ class Recorder:
     @tracking_core.hookimpl
     def log_metrics(self, records: list[tracking_core.MetricRecord]) -> None:
         self.calls.append(("log_metrics", list(records)))
+
+    @tracking_core.hookimpl
+    def log_table(self, table: TableRecord) -> None:
+        self.calls.append(("log_table", table))
+
+    @tracking_core.hookimpl
+    def log_histogram(self, histogram: HistogramRecord) -> None:
+        self.calls.append(("log_histogram", histogram))
+
+    @tracking_core.hookimpl
+    def log_text(self, text: TextRecord) -> None:
+        self.calls.append(("log_text", text))
+
+    @tracking_core.hookimpl
+    def log_artifact(self, artifact: ArtifactRecord) -> None:
+        self.calls.append(("log_artifact", (artifact, artifact.sha256(), Path(artifact.path).exists())))
 
     @tracking_core.hookimpl
     def close_run(self, status: RunStatus, run: tracking_core.RunContext) -> None:
@@ -247,6 +263,60 @@ def test_hook_log_metrics(recorder: type[Recorder]) -> None:
     assert summary.skipped == {"actor/note": 5}
     critic = [r for batch in Recorder.instances[2].of("log_metrics") for r in batch]
     assert [(r.name, r.axis) for r in critic] == [("train/critic-value_loss", "train/step")]
+
+
+def test_hook_log_table(recorder: type[Recorder]) -> None:
+    pandas = pytest.importorskip("pandas")
+    run = tracking_core.start_run(backends=["recorder"])
+    child = tracking_core.attach(role="actor", writer=True, collect=False)
+    child.log_table("samples", [{"prompt": "p", "reward": 1}, {"prompt": "q", "len": 3}], step=2, step_key="rollout/step")
+    child.log_table("frame", pandas.DataFrame({"a": [1, 2], "b": ["x", "y"]}), step=3)
+    child.finish()
+    run.finish()
+    first, frame = Recorder.instances[1].of("log_table")
+    assert (first.name, first.step, first.axis) == ("actor/samples", 2, "actor/rollout/step")
+    assert first.columns == ("prompt", "reward", "len")
+    assert first.rows == (("p", 1, None), ("q", None, 3))
+    assert first.as_dicts()[1] == {"prompt": "q", "reward": None, "len": 3}
+    assert frame.columns == ("a", "b") and frame.rows == ((1, "x"), (2, "y"))
+
+
+def test_hook_log_histogram(recorder: type[Recorder]) -> None:
+    torch = pytest.importorskip("torch")
+    run = tracking_core.start_run(backends=["recorder"])
+    run.log_histogram("reward", torch.tensor([0.0, 1.0, 1.0, 3.0, float("nan")]), step=1, bins=3)
+    run.finish()
+    (h,) = Recorder.instances[0].of("log_histogram")
+    assert (h.name, h.step, h.count, h.non_finite) == ("reward", 1, 4, 1)
+    assert h.counts == (1, 2, 1) and h.edges == (0.0, 1.0, 2.0, 3.0)
+    assert (h.min, h.max, h.sum, h.sum_squares, h.mean) == (0.0, 3.0, 5.0, 11.0, 1.25)
+    assert h.percentiles["p50"] == 1.0 and set(h.percentiles) == {"p5", "p25", "p50", "p75", "p95"}
+
+
+def test_hook_log_text(recorder: type[Recorder]) -> None:
+    run = tracking_core.start_run(backends=["recorder"])
+    token = "ghp_" + "x" * 36
+    run.log_text("notes", f"pushed with {token}", step=4)
+    run.finish()
+    (text,) = Recorder.instances[0].of("log_text")
+    assert (text.name, text.step) == ("notes", 4)
+    assert token not in text.text and text.text.startswith("pushed with <redacted")
+
+
+def test_hook_log_artifact(recorder: type[Recorder], tmp_path: Path) -> None:
+    import hashlib
+
+    ckpt = tmp_path / "model.pt"
+    ckpt.write_bytes(b"weights" * 100)
+    run = tracking_core.start_run(backends=["recorder"])
+    run.log_artifact(ckpt, kind="model")
+    ckpt.unlink()  # rotated away at once: the snapshot is delivered
+    run.finish()
+    ((artifact, digest, existed),) = Recorder.instances[0].of("log_artifact")
+    assert (artifact.name, artifact.kind, artifact.size, artifact.is_dir) == ("model.pt", "model", 700, False)
+    assert artifact.snapshot and existed and artifact.source == str(ckpt)
+    assert digest == hashlib.sha256(b"weights" * 100).hexdigest()
+    assert not Path(artifact.path).exists()  # the snapshot went with the journal
 
 
 def test_hook_close_run(recorder: type[Recorder]) -> None:

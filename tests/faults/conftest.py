@@ -15,7 +15,8 @@ is read at call time, so a test can flip it while the job runs:
 ``FAULT_FAIL_CLOSE``  ``1``: ``close_run`` always raises
 ``FAULT_FAIL_CONFIG`` a namespace: ``log_config`` of that namespace always raises
 ``FAULT_REJECT_KEY``  a metric name: ``log_metrics`` raises ``ValueError`` whenever the batch holds
-                      it (as W&B does for an empty key); set to ``""`` it rejects the empty key
+                      it (as W&B does for an empty key); set to ``""`` it rejects the empty key;
+                      a table, histogram, text or artifact of that key is refused likewise
 ``FAULT_SLOW``        seconds each ``log_metrics`` call sleeps
 ``FAULT_SLOW_CONNECT`` seconds each ``open_run`` / ``attach_run`` call sleeps
 ``FAULT_MAX_BATCH``   the backends' ``max_batch`` (records per ``log_metrics`` call)
@@ -23,8 +24,9 @@ is read at call time, so a test can flip it while the job runs:
                       instead of one line per record (for runs of many values)
 
 Lines: ``open`` / ``attach`` (role, primary, training pid), ``config`` (namespace, role, params),
-``metric`` (name, key, step, value, ts), ``batch`` (n), ``close`` (status, primary) and, for a
-refused call, ``refused`` (hook, why).
+``metric`` (name, key, step, value, ts), ``batch`` (n), ``table`` (columns, rows),
+``histogram`` (counts, count), ``text`` (text), ``artifact`` (sha256, size, snapshot, kind),
+``close`` (status, primary) and, for a refused call, ``refused`` (hook, why).
 
 **Jobs** (:func:`start_job` / :func:`run_job`) are scripts written to a file (so
 ``multiprocessing``'s spawn can re-import them) behind :data:`PRELUDE`, which keeps every
@@ -148,6 +150,31 @@ FAULTY = '''
             emit(*({"ev": "metric", "b": self.name, "name": r.name, "key": _value(r.key),
                     "step": r.step, "value": _value(r.value),
                     "ts": getattr(r, "timestamp", None)} for r in records))
+
+        def _rich(self, hook, record, **fields):
+            self._gate(hook)
+            if self.faults and os.environ.get("FAULT_REJECT_KEY") == record.key:
+                emit({"ev": "refused", "b": self.name, "hook": hook, "why": "key", "key": record.key})
+                raise ValueError(f"invalid {hook} key (FAULT_REJECT_KEY)")
+            emit({"ev": hook[4:], "b": self.name, "name": record.name, "key": record.key,
+                  "step": getattr(record, "step", None), "ts": record.timestamp, **fields})
+
+        @tracking_core.hookimpl
+        def log_table(self, table):
+            self._rich("log_table", table, columns=list(table.columns), rows=[list(r) for r in table.rows])
+
+        @tracking_core.hookimpl
+        def log_histogram(self, histogram):
+            self._rich("log_histogram", histogram, counts=list(histogram.counts), count=histogram.count)
+
+        @tracking_core.hookimpl
+        def log_text(self, text):
+            self._rich("log_text", text, text=text.text)
+
+        @tracking_core.hookimpl
+        def log_artifact(self, artifact):
+            self._rich("log_artifact", artifact, sha256=artifact.sha256(), size=artifact.size,
+                       snapshot=artifact.snapshot, kind=artifact.kind)
 
         @tracking_core.hookimpl
         def close_run(self, status, run):

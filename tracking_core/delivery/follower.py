@@ -24,6 +24,7 @@ from typing import Any
 from ..context import RunContext
 from ..plugins import PluginManager
 from ..registry import BackendSpec
+from . import snapshot
 from .journal import (
     FOLLOWER_LOCK,
     Acks,
@@ -223,7 +224,8 @@ class Follower:
                 log.exception("tracking-core's follower hit an internal error")
 
     def _collect(self) -> None:
-        """Delete the segments every backend is done with (not the newest: it is written)."""
+        """Delete the segments every backend is done with (not the newest: it is written), and
+        the snapshots of artifacts every backend has."""
         if self.folder is None or not self.workers:
             return
         progress = self.acks.progress.values()
@@ -231,6 +233,7 @@ class Follower:
         owed = [n for p in progress for n in p.owed]
         if owed:
             done_through = min(done_through, min(owed) - 1)
+        snapshot.remove_done(self.folder, done_through)
         found = segments(self.folder)
         for (_index, path), (next_index, next_path) in zip(found, found[1:], strict=False):
             first = self._first_n.get(next_index)

@@ -6,6 +6,9 @@
   values to float, numbers the records in the order it takes them — the journal's own order, so
   an acknowledgement "done up to n" is exact whichever threads logged — and appends them to the
   journal in one write (a SIGKILL loses at most one interval).
+* Tables, histograms and texts are converted here too (plain cells, bins, redaction: see
+  :mod:`tracking_core.delivery.kinds`); artifacts come from the snapshot thread once their
+  snapshot is taken (:mod:`tracking_core.delivery.snapshot`).
 * When the journal cannot take them (a full disk, an unusable tracking directory), the records go
   to delivery in memory instead, with one warning, and are counted; once the disk takes records
   again, delivery reads the journal again (see :mod:`tracking_core.delivery.stream`).
@@ -22,12 +25,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..records import ConfigSection
+from . import kinds, snapshot
 from .journal import JournalWriter, dumps, encode_value, section_to_dict
 from .modes import Delivery
 
 log = logging.getLogger("tracking_core.delivery")
 
-#: An item of the intake: ("row", ts, metrics, step, step_key), ("config", section), ("end", status).
+#: An item of the intake: ("row", ts, metrics, step, step_key), ("table" | "hist" | "text", ts,
+#: key, held value, step, step_key[, bins]), ("artifact", entry), ("config", section),
+#: ("end", status).
 Item = tuple[Any, ...]
 
 
@@ -82,6 +88,8 @@ class Intake:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="tracking-core-pump", daemon=True)
+        self.redact = kinds.redacts_text()
+        self.snapshots = snapshot.Snapshotter(writer.folder if writer is not None else None, self._snapshotted)
 
     def start(self, delivery: Delivery | None) -> None:
         self.delivery = delivery
@@ -92,8 +100,23 @@ class Intake:
         self.items.append(("config", section))
         self._wake.set()
 
-    def end(self, status: str) -> int:
-        """Journal the end; returns its record number."""
+    def artifact(self, held: snapshot.Held) -> None:
+        self.snapshots.put(held)
+
+    def _snapshotted(self, entry: dict[str, Any]) -> None:
+        self.items.append(("artifact", entry))
+        self._wake.set()
+
+    def end(self, status: str, timeout: float = 0.0) -> int:
+        """Journal the end (after the artifacts being snapshotted, for up to ``timeout``);
+        returns its record number."""
+        complete = self.snapshots.wait(timeout)
+        self.snapshots.close()
+        if not complete:
+            log.warning(
+                "tracking-core: the run ends while artifacts are still being copied for their "
+                "snapshot; those are not delivered (give finish() a longer timeout)"
+            )
         self.items.append(("end", status))
         return self.pump()
 
@@ -128,11 +151,18 @@ class Intake:
         try:
             if kind == "row":
                 return self._row(*item[1:])
-            if kind == "config":
+            if kind in kinds.NOUNS and kind != "artifact":
+                return self._rich(*item)
+            if kind == "artifact":
+                obj = {"n": self.next_n, **item[1]}
+                snapshot.number(obj, self.next_n)
+            elif kind == "config":
                 obj = {"n": self.next_n, "t": "config", "section": section_to_dict(item[1])}
             else:
                 obj = {"n": self.next_n, "t": "end", "status": str(item[1]), "ts": time.time()}
             dumps(obj)  # fails here, not in the journal write, if it cannot be encoded
+            if kind == "artifact":
+                self.logged += 1
         except Exception as exc:  # noqa: BLE001 - one bad item never stops the others
             self._warn_once(f"item-{kind}", "tracking-core could not journal a %s (%s: %s); it is skipped", kind, type(exc).__name__, exc)
             return None
@@ -155,15 +185,46 @@ class Intake:
                 )
                 continue
             values[name] = encode_value(value)
-        try:
-            step = _step(step)
-        except ValueError as exc:
-            self._warn_once("step", "tracking-core: %s; logged without a step", exc)
-            step = None
+        step = self._checked_step(step)
         if not values:
             return None
         self.logged += len(values)
         obj = {"n": self.next_n, "t": "row", "ts": ts, "m": values, "st": step, "sk": None if step_key is None else str(step_key)}
+        self.next_n += 1
+        return obj
+
+    def _checked_step(self, step: Any) -> int | None:
+        try:
+            return _step(step)
+        except ValueError as exc:
+            self._warn_once("step", "tracking-core: %s; logged without a step", exc)
+            return None
+
+    def _rich(self, kind: str, ts: float, key: Any, value: Any, step: Any, step_key: Any, bins: int = 0) -> dict[str, Any] | None:
+        name = key if isinstance(key, str) else str(key)
+        obj: dict[str, Any] = {"n": self.next_n, "t": kind, "ts": ts, "k": name}
+        try:
+            if kind == "table":
+                obj["cols"], obj["rows"] = kinds.table_entry(value, self.redact)
+            elif kind == "hist":
+                obj["h"] = kinds.histogram_entry(value, bins)
+            else:
+                obj["x"] = kinds.text_entry(value, self.redact)
+            obj["st"] = self._checked_step(step)
+            obj["sk"] = None if step_key is None else str(step_key)
+            dumps(obj)
+        except Exception as exc:  # noqa: BLE001 - bad input is reported, never raised
+            self.skipped[self.prefix + name] += 1
+            self._warn_once(
+                f"{kind}-{name}",
+                "%s %r could not be logged (%s: %s); it is skipped and counted in the finish summary",
+                {"table": "table", "hist": "histogram", "text": "text"}[kind],
+                self.prefix + name,
+                type(exc).__name__,
+                exc,
+            )
+            return None
+        self.logged += 1
         self.next_n += 1
         return obj
 

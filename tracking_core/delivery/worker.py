@@ -32,8 +32,9 @@ from .. import hookspecs, lifecycle, settings
 from ..context import RunContext
 from ..errors import RunNotOpenYet
 from ..plugins import PluginManager
-from ..records import MetricRecord, RunStatus
+from ..records import HistogramRecord, MetricRecord, RunStatus
 from ..registry import BackendSpec
+from . import kinds
 from .journal import Acks, section_from_dict
 from .stream import Stream
 
@@ -69,7 +70,20 @@ def records_of(row: Mapping[str, Any], prefix: str, role: str | None) -> list[Me
 
 
 def _values(batch: list[dict[str, Any]]) -> int:
-    return sum(len(e["m"]) if e["t"] == "row" else 0 for e in batch)
+    """What a batch counts for in the summary: each metric value, each rich record."""
+    return sum(len(e["m"]) if e["t"] == "row" else 1 if e["t"] in kinds.HOOKS else 0 for e in batch)
+
+
+#: A rich record the backend has no hook for (nor a fallback): set aside, counted.
+_UNSUPPORTED = object()
+
+
+def _summary_records(h: HistogramRecord) -> list[MetricRecord]:
+    """A histogram as the summary series of a backend without histograms."""
+    return [
+        MetricRecord(f"{h.key}/{suffix}", value, h.step, h.timestamp, h.seq + i, h.role, h.prefix, h.step_key)
+        for i, (suffix, value) in enumerate(h.summary().items())
+    ]
 
 
 @dataclass
@@ -139,6 +153,11 @@ class BackendSlot:
             return result[0] if result else None
         return result
 
+    def implements(self, hook: str) -> bool:
+        """Whether this backend has an implementation of ``hook``."""
+        pm = self._pm or self._build()
+        return bool(getattr(pm.hook, hook).get_hookimpls())
+
     def release(self) -> None:
         """Unregister the instance: a backend is a plugin only for the life of its run."""
         if self.plugin_name is not None:
@@ -199,6 +218,7 @@ class BackendWorker:
         self._waiting_since: float | None = None
         self._isolating = False
         self._rejected_keys: set[str] = set()
+        self._fallbacks: set[str] = set()
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._progress = threading.Condition()
@@ -460,6 +480,8 @@ class BackendWorker:
         if kind == "config":
             section = section_from_dict(batch[0]["section"])
             return self._try("log_config", config=section, role=section.role, run=self.context)
+        if kind in kinds.HOOKS:
+            return self._call_rich(batch[0])
         if kind == "end":
             status = RunStatus(batch[0].get("status") or RunStatus.KILLED.value)
             if not self.context.primary:
@@ -476,7 +498,10 @@ class BackendWorker:
             judging = tries + 1 >= ISOLATE_AFTER and batch[0]["t"] != "end"
             self._isolating = judging
             try:
-                ok, _ = self._call(batch)
+                ok, result = self._call(batch)
+                if ok and result is _UNSUPPORTED:
+                    self._unsupported(batch)
+                    return
                 if ok:
                     self._done(batch, delivered=_values(batch))
                     return
@@ -487,6 +512,32 @@ class BackendWorker:
                 self._isolating = False
             self._sleep(delay)
             delay = min(delay * 2, self.max_retry_delay)
+
+    def _call_rich(self, entry: dict[str, Any]) -> tuple[bool, Any]:
+        """A table, histogram, text or artifact, through the backend's own hook for its kind,
+        else its documented fallback (see the hookspecs), else set aside (counted)."""
+        try:
+            record = kinds.record_of(entry, self.prefix, self.context.role, int(entry["n"]) * ROW_SPAN)
+        except (KeyError, TypeError, ValueError) as exc:
+            return False, exc  # a damaged entry: isolated and counted like a refused one
+        kind = entry["t"]
+        hook = kinds.HOOKS[kind]
+        if self.slot.implements(hook):
+            arg = {"log_table": "table", "log_histogram": "histogram", "log_text": "text", "log_artifact": "artifact"}[hook]
+            return self._try(hook, **{arg: record, "run": self.context})
+        if kind == "hist" and self.slot.implements("log_metrics"):
+            self._fallback_once(kind, "as summary series through log_metrics (<key>/mean, /min, /max, /p50, ...)")
+            assert isinstance(record, HistogramRecord)
+            return self._try("log_metrics", records=_summary_records(record), run=self.context)
+        if kind != "text" and self.slot.implements("log_text"):
+            self._fallback_once(kind, "as text through log_text")
+            return self._try("log_text", text=kinds.as_text(record), run=self.context)
+        return True, _UNSUPPORTED
+
+    def _fallback_once(self, kind: str, how: str) -> None:
+        if kind not in self._fallbacks:
+            self._fallbacks.add(kind)
+            log.warning("backend %r has no %s hook: its %s go to it %s", self.name, kinds.HOOKS[kind], kinds.NOUNS[kind], how)
 
     def _done(self, batch: list[dict[str, Any]], delivered: int = 0, rejected: int = 0, owed: bool = False) -> None:
         progress = self.progress
@@ -540,13 +591,16 @@ class BackendWorker:
             # may follow it): keep retrying; what is left at the end stays in the journal.
             self._pending.extendleft(reversed(probe))
             return "unknown"
-        ok, _ = self._call(probe)
+        ok, result = self._call(probe)
         if not ok:
             self._pending.extendleft(reversed(probe))
             return "down"
         # The backend took the next batch: it is up, and refuses this one.
         self._set_aside(batch)
-        self._done(probe, delivered=_values(probe))
+        if result is _UNSUPPORTED:
+            self._unsupported(probe)
+        else:
+            self._done(probe, delivered=_values(probe))
         return "resolved"
 
     def _next_batch_now(self) -> list[dict[str, Any]]:
@@ -598,11 +652,27 @@ class BackendWorker:
                 exc,
             )
             self._done(batch, owed=True)
+        elif batch[0]["t"] in kinds.HOOKS:
+            self._report_rejected(self.prefix + str(batch[0].get("k")), exc)
+            self._done(batch, rejected=1)
         else:
             records = [r for e in batch for r in records_of(e, self.prefix, self.context.role)]
             for record in records:
                 self._report_rejected(record.name, exc)
             self._done(batch, rejected=len(records))
+
+    def _unsupported(self, batch: list[dict[str, Any]]) -> None:
+        kind = batch[0]["t"]
+        if kind not in self._fallbacks:
+            self._fallbacks.add(kind)
+            log.warning(
+                "backend %r takes no %s (it has neither %s nor log_text): they are skipped for "
+                "it and counted as rejected in the finish summary",
+                self.name,
+                kinds.NOUNS[kind],
+                kinds.HOOKS[kind],
+            )
+        self._done(batch, rejected=1)
 
     def _report_rejected(self, key: str, exc: BaseException) -> None:
         if key not in self._rejected_keys:
