@@ -6,7 +6,7 @@ Each benchmark runs in its own interpreter, one after the other (the machine is 
 else of ours runs meanwhile), in the order of :data:`BENCHMARKS`: import time and the core's
 caller cost, the config pipeline, the caller cost against the raw trackers, `start_run` latency
 against the raw trackers' start (a down tracker included), MLflow delivery throughput, the
-training-loop slowdown, journal disk use over a long run, the demo job. `--quick` passes smaller
+training-loop slowdown, journal disk use over a long run, tables and artifacts, the demo job. `--quick` passes smaller
 sizes, for a smoke check (about 3 minutes; the full run takes about 15-20).
 
 The tree measured is the one this file is in (its tracking_core/ and plugins/ come first on
@@ -39,6 +39,7 @@ BENCHMARKS = [
     ("bench_delivery.py", [], ["--rows", "200", "--per-call", "50", "--rounds", "1"]),
     ("bench_loop.py", [], ["--seconds", "2", "--rounds", "1"]),
     ("bench_journal.py", [], ["--calls", "50000", "--paced-seconds", "5"]),  # disk use
+    ("bench_records.py", [], ["--tables", "60", "--files", "2", "--file-mib", "16", "--rounds", "1"]),
     ("bench_demo.py", [], []),
 ]
 

@@ -332,3 +332,35 @@ def test_bad_input_to_the_rich_kinds_never_raises(faults: Faults, tmp_path: Path
     assert "histogram 'h' could not be logged" in warned
     assert "cannot read /does/not/exist" in warned
     assert summary["skipped"]["h"] >= 2
+
+
+ROTATION = """
+import os, sys, time
+import tracking_core
+td = sys.argv[1]
+run = tracking_core.start_run(backends=["steady"], tracking_dir=td)
+for i in range(6):
+    path = f"ckpt-{i}.bin"
+    with open(path, "wb") as fh:
+        fh.write(os.urandom(200_000))
+    run.log_artifact(path, kind="checkpoint")
+    os.remove(path)  # rotated away: only the snapshot holds its bytes now
+flushed = run.flush(20)
+deadline = time.monotonic() + 10
+left = None
+while time.monotonic() < deadline:
+    left = [os.path.join(d, f) for d, _, fs in os.walk(os.path.join(td, "journal")) if "artifacts" in d for f in fs]
+    if not left:
+        break
+    time.sleep(0.2)
+report(flushed=flushed, left=left)
+run.finish(timeout=20)
+"""
+
+
+@pytest.mark.slow
+def test_delivered_snapshots_are_deleted_while_the_run_goes_on(faults: Faults, tmp_path: Path, jobs) -> None:
+    job = jobs(ROTATION, faults.env(), args=[tmp_path / "td"]).wait()
+    assert job.result["flushed"] is True
+    assert job.result["left"] == [], "snapshots of delivered artifacts kept their disk space"
+    assert len(faults.events("artifact", "steady")) == 6

@@ -89,6 +89,7 @@ class Intake:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="tracking-core-pump", daemon=True)
         self.redact = kinds.redacts_text()
+        self._encoded: dict[int, str] = {}  # record number -> its line, for those encoded to check them
         self.snapshots = snapshot.Snapshotter(writer.folder if writer is not None else None, self._snapshotted)
 
     def start(self, delivery: Delivery | None) -> None:
@@ -160,7 +161,7 @@ class Intake:
                 obj = {"n": self.next_n, "t": "config", "section": section_to_dict(item[1])}
             else:
                 obj = {"n": self.next_n, "t": "end", "status": str(item[1]), "ts": time.time()}
-            dumps(obj)  # fails here, not in the journal write, if it cannot be encoded
+            self._encoded[obj["n"]] = dumps(obj)  # fails here, not in the journal write
             if kind == "artifact":
                 self.logged += 1
         except Exception as exc:  # noqa: BLE001 - one bad item never stops the others
@@ -212,7 +213,7 @@ class Intake:
                 obj["x"] = kinds.text_entry(value, self.redact)
             obj["st"] = self._checked_step(step)
             obj["sk"] = None if step_key is None else str(step_key)
-            dumps(obj)
+            self._encoded[obj["n"]] = dumps(obj)
         except Exception as exc:  # noqa: BLE001 - bad input is reported, never raised
             self.skipped[self.prefix + name] += 1
             self._warn_once(
@@ -229,7 +230,8 @@ class Intake:
         return obj
 
     def _write(self, lines: list[dict[str, Any]]) -> None:
-        data = "".join(dumps(o) + "\n" for o in lines).encode()
+        encoded = self._encoded
+        data = "".join((encoded.pop(o["n"], None) or dumps(o)) + "\n" for o in lines).encode()
         first = lines[0]["n"]
         if self.writer is not None:
             try:
