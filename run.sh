@@ -2,6 +2,8 @@
 # The two commands of the README, each doing its own set-up:
 #   ./run.sh demo [demo options]   install into .venv, then run `tracking-core demo` here
 #   ./run.sh test [pytest options] install into .venv, then run ruff, mypy and the whole test suite
+#   ./run.sh ui [RUN] [options]    open a run (default: the latest under ./tracking-runs) in the
+#                                  MLflow UI and TensorBoard, as `tracking-core ui`
 # The virtual environment lives in the checkout; the demo runs in the directory you call it
 # from (its data goes to ./tracking-runs there, and a relative --tracking-dir means there).
 set -euo pipefail
@@ -35,6 +37,11 @@ case "$cmd" in
         setup
         exec "$VENV/bin/tracking-core" demo "$@"
         ;;
+    ui)
+        # a viewer of a run the demo made: the environment exists already (set up if not)
+        [ -x "$VENV/bin/tracking-core" ] || setup
+        exec "$VENV/bin/tracking-core" ui "$@"
+        ;;
     test)
         setup
         cd "$ROOT"
@@ -43,7 +50,7 @@ case "$cmd" in
         exec "$VENV/bin/python" -m pytest -q "$@"
         ;;
     *)
-        echo "usage: ./run.sh demo [options] | ./run.sh test [pytest options]" >&2
+        echo "usage: ./run.sh demo [options] | ./run.sh ui [RUN] [options] | ./run.sh test [pytest options]" >&2
         exit 2
         ;;
 esac

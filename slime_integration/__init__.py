@@ -37,6 +37,10 @@ __all__ = sorted([*_EXPORTS, "install"])
 
 
 def __getattr__(name: str) -> Any:
+    if name == "install":
+        # ``slime_integration.install`` is always the (callable) submodule, however it is reached:
+        # importing it binds it here, as Python binds every submodule to its package.
+        return importlib.import_module(f"{__name__}.install")
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

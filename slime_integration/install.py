@@ -164,9 +164,37 @@ def patch_arguments_module(module: types.ModuleType) -> bool:
     return True
 
 
+#: slime's rollout logging: its two functions are followed by the samples tables
+#: (``--tracking-log-samples``, see :mod:`slime_integration.samples`).
+ROLLOUT_METRICS_MODULE = "slime.observability.rollout_metrics"
+ROLLOUT_LOGGERS = {"log_rollout_data": "log_rollout_samples", "log_eval_rollout_data": "log_eval_rollout_samples"}
+
+
+def patch_rollout_metrics_module(module: types.ModuleType) -> bool:
+    """Follow slime's ``log_rollout_data`` / ``log_eval_rollout_data`` with the samples tables
+    (slime's function runs first, the user's custom log function within it, as always)."""
+    from . import samples
+
+    with _lock:
+        originals = module.__dict__.setdefault(ORIGINALS_ATTR, {})
+        replacements: dict[int, Callable[..., Any]] = {}
+        for name, ours in ROLLOUT_LOGGERS.items():
+            current = module.__dict__.get(name)
+            if current is None or getattr(current, "__tracking_core__", False):
+                continue
+            wrapped = samples.wrap(current, getattr(samples, ours))
+            originals.setdefault(name, current)
+            replacements[id(current)] = wrapped
+            _set(module.__dict__, name, wrapped)
+        if replacements:
+            _rebind_everywhere(replacements, tuple(ROLLOUT_LOGGERS))
+    return bool(replacements)
+
+
 _PATCHERS: dict[str, Callable[[types.ModuleType], bool]] = {
     **{name: patch_tracking_module for name in TRACKING_MODULES},
     ARGUMENTS_MODULE: patch_arguments_module,
+    ROLLOUT_METRICS_MODULE: patch_rollout_metrics_module,
 }
 
 
@@ -293,6 +321,17 @@ def install(*, children: bool = True) -> None:
     activate()
     if children:
         os.environ.update(child_environment())
+    patched = [name for name in TRACKING_MODULES if name in sys.modules]
+    log.info(
+        "slime tracking goes through tracking-core: %s of %s %s; tracking options added to %s; %s",
+        "/".join(DROP_INS),
+        " or ".join(TRACKING_MODULES),
+        f"replaced now in {', '.join(patched)}" if patched else "replaced when slime imports it",
+        ARGUMENTS_MODULE,
+        f"child processes follow ({ENV_VAR}=1, {BOOTSTRAP_DIR} first on PYTHONPATH)"
+        if children
+        else "this process only (children=False)",
+    )
 
 
 def uninstall() -> None:

@@ -25,6 +25,9 @@ How the overrides are applied (slime's ``_apply_megatron_role_overrides``, follo
 * the critic then gets slime's forced settings, ``CRITIC_FORCED_SETTINGS`` in that order, which no
   file can change, and ``disable_param_buffers_cpu_backup=False`` unless the file sets it.
 
+An entry without ``role:`` is ignored, as slime ignores it (it selects entries by their role), with
+one warning naming the entry.
+
 Where this module differs from slime, on purpose: malformed files raise :class:`RoleConfigError`
 naming the file, the entry and the fix (slime raises bare assertions or ``AttributeError``), and a
 quoted ``"false"`` (or ``"no"``, ``"off"``, ``"0"``) for a ``bool`` key gives ``False`` (slime
@@ -72,6 +75,8 @@ _ENTRY_FIELDS = ("name", "role", "overrides", "args")
 _EXAMPLE = "megatron: [{name: default, role: critic, overrides: {lr: 1e-5}}]"
 _TRUE_STRINGS = frozenset({"true", "yes", "on", "y", "1"})
 _FALSE_STRINGS = frozenset({"false", "no", "off", "n", "0"})
+#: Role-less entries already warned about: (file, index, entry).
+_warned_roleless: set[tuple[str, int, str]] = set()
 
 
 class RoleConfigError(TrackingError, ValueError):
@@ -133,12 +138,33 @@ def _entry_overrides(path: str, index: int, entry: Mapping[Any, Any]) -> dict[st
     return dict(chosen)
 
 
+def _warn_roleless(path: str, index: int, entry: Mapping[Any, Any]) -> None:
+    """One warning per role-less entry of a file (the file is read once per role resolved)."""
+    overrides = entry.get("overrides") or entry.get("args") or {}
+    keys = ", ".join(map(str, overrides)) if isinstance(overrides, Mapping) else repr(overrides)
+    key = (path, index, repr(entry))
+    if key in _warned_roleless:
+        return
+    _warned_roleless.add(key)
+    log.warning(
+        "%s: megatron entry %d (name %r, overrides: %s) has no 'role' (got %r), so slime "
+        "applies it to no role and neither does tracking-core; add role: actor or role: critic "
+        "to it if it was meant for one",
+        path,
+        index,
+        entry.get("name"),
+        keys or "none",
+        entry.get("role"),
+    )
+
+
 def load_role_overrides(path: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
     """Read and validate a ``--megatron-config-path`` file: role -> its overrides, in file order.
 
     Only roles with an entry appear; a role without one inherits the launch args. Entries for roles
     slime does not use are returned too (with a warning), so the caller decides what to do with
-    them. Raises :class:`RoleConfigError` naming the file, the entry index and the fix when the
+    them. An entry without a ``role`` is skipped with a warning naming it, as slime skips it.
+    Raises :class:`RoleConfigError` naming the file, the entry index and the fix when the
     file is not slime's format, and ``ImportError`` when PyYAML is missing.
     """
     path_str = os.fspath(path)
@@ -177,10 +203,10 @@ def load_role_overrides(path: str | os.PathLike[str]) -> dict[str, dict[str, Any
             )
         role = entry.get("role")
         if not isinstance(role, str) or not role:
-            raise RoleConfigError(
-                f"{path_str}: megatron entry {index} has no 'role' (got {role!r}); add "
-                f"role: actor or role: critic to it"
-            )
+            # slime picks entries by ``entry.get("role") == role``: one without a role is
+            # never picked, for any role. Follow it, but say so: it is usually a forgotten line.
+            _warn_roleless(path_str, index, entry)
+            continue
         unknown_fields = [str(field) for field in entry if field not in _ENTRY_FIELDS]
         if unknown_fields:
             log.warning(

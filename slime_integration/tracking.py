@@ -45,14 +45,24 @@ names them; the rollout manager keeps ``rollout/`` (slime logs it unprefixed too
 driver and the actor for the same keys). The run handle on ``args.tracking_run`` is plumbing, not
 config, and is left out of every namespace.
 
-slime's flags keep their meaning: ``--use-wandb`` / ``--use-tensorboard`` select backends when
-``--tracking-backends`` does not (:mod:`slime_integration.options`); ``--wandb-key`` is exported as
+slime's flags keep their meaning: ``--use-wandb`` / ``--use-tensorboard`` (and the proposed
+``--use-mlflow``) select backends when ``--tracking-backends`` does not
+(:mod:`slime_integration.options`), and with none of them (nor ``$TRACKING_CORE_BACKENDS``)
+nothing is tracked, as in slime, with one warning saying how to turn tracking on;
+``--wandb-group`` / ``--disable-wandb-random-suffix`` name the W&B group and run as slime does
+(:func:`wandb_naming`); ``--wandb-key`` is exported as
 ``WANDB_API_KEY`` in this process to log in and is never logged (the config pipeline redacts it,
 also on the command line W&B records); ``--wandb-run-id`` resumes: the saved run whose W&B run id
 (or run id) it names is re-attached, steps continuing; when none is saved, a run with that id is
 started (W&B resumes its run id itself). ``--tb-project-name`` / ``--tb-experiment-name`` name the
 TensorBoard directory as slime does (``tensorboard_log/<project>/<experiment>``) unless
 ``--tensorboard-dir`` or ``$TENSORBOARD_DIR`` does.
+
+Code that calls ``wandb.log`` itself (slime's rollout-buffer example, custom rollout log functions)
+finds no ``wandb.run`` in this process: W&B's client runs beside the writer. Where W&B is selected,
+such a call is forwarded to this process's run with one warning
+(:mod:`slime_integration.wandb_bridge`); :func:`current_run` is the documented way to log beside
+slime's ``log``.
 """
 
 from __future__ import annotations
@@ -62,6 +72,8 @@ import json
 import logging
 import os
 import re
+import secrets
+import string
 import threading
 import weakref
 from collections.abc import Mapping
@@ -75,6 +87,7 @@ from tracking_core.handle import ARGS_ATTR, HANDLE_FILE, RUN_ENV, find_handle
 
 from . import collectors as _collectors
 from . import options as _options
+from . import wandb_bridge as _wandb_bridge
 
 logger = logging.getLogger("tracking_core.slime")
 
@@ -86,6 +99,8 @@ PLUGIN_NAMES = {"slime-switches": _options, "slime-role-config": _collectors}
 DETACH_TIMEOUT = 10.0
 
 _RUN_ID_OK = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
+#: The characters of slime's random W&B group suffix (``wandb.util.generate_id``: base 36).
+_ID_CHARS = string.ascii_lowercase + string.digits
 
 AnyRun = Run | NullRun
 
@@ -213,7 +228,19 @@ def _entry_for(args: Any) -> _Entry | None:
 
 
 def current_run(args: Any = None) -> AnyRun | None:
-    """The run this process logs to for ``args`` (see :func:`log`), or None."""
+    """The tracking-core run this process logs to, for code that logs beside slime's ``log``.
+
+    With ``args``: the run ``args`` was initialised with (see :func:`log`). Without: this
+    process's run, the one opened or attached last when there are several (in slime each Ray
+    actor has one: the rollout manager's, a training rank's). None when this process has none
+    (tracking is off, or ``init_tracking`` was not called here). Log with the run's
+    ``log_metrics(metrics, step=..., step_key=...)``, ``log_table``, ``log_text``, ...; on a
+    non-writer rank they do nothing.
+    """
+    if args is None:
+        with _lock:
+            newest = next(reversed(_entries.values()), None)
+        return newest.run if newest is not None else None
     entry = _entry_for(args)
     return entry.run if entry is not None else None
 
@@ -226,6 +253,11 @@ def init_tracking(args: Any, primary: bool = True, **kwargs: Any) -> AnyRun | No
     run (a no-op run on a non-writer rank), or None when a secondary finds no run to attach to.
     The primary raises when the tracking configuration is wrong (an unknown backend, say), so the
     job stops before training starts; a secondary never raises.
+
+    Like slime, it tracks nothing unless asked: without ``--tracking-backends``,
+    ``$TRACKING_CORE_BACKENDS``, ``--use-wandb``, ``--use-tensorboard`` or ``--use-mlflow``
+    the primary says so in one warning and returns None, and secondaries and :func:`log` stay
+    silent. (A plain ``tracking_core.start_run`` still falls back to the embedded default.)
     """
     role = kwargs.pop("role", None)
     if kwargs:
@@ -253,11 +285,77 @@ def launch_config(args: Any) -> Any:
     return values
 
 
-def _init_primary(args: Any) -> Run:
+def _say_tracking_is_off() -> None:
+    _warn_once(
+        "off",
+        "slime tracking is off: none of --tracking-backends, $TRACKING_CORE_BACKENDS, "
+        "--use-wandb, --use-tensorboard or --use-mlflow is given, so this job logs nothing "
+        "(as slime does). Turn it on with e.g. --tracking-backends mlflow (a local MLflow store "
+        "under --tracking-dir, default ./tracking-runs), --use-wandb or --use-tensorboard",
+    )
+
+
+def _random_suffix() -> str:
+    """What slime's suffix is (``wandb.util.generate_id()``, ``wandb.sdk.lib.runid`` in newer
+    wandb): 8 random base-36 characters. Drawn here so that choosing a name imports no wandb."""
+    return "".join(secrets.choice(_ID_CHARS) for _ in range(8))
+
+
+def wandb_naming(args: Any) -> dict[str, Any]:
+    """slime's W&B group and run name (``slime.observability.wandb_utils.init_wandb_primary``),
+    as options for the ``wandb`` backend; empty when neither ``--wandb-group`` nor
+    ``--wandb-exp-name`` is given.
+
+    With slime's random suffix (the default; off with ``--disable-wandb-random-suffix``) the
+    group is ``<group>_<id>`` and the run ``<group>_<id>-RANK_<rank>`` (the driver's rank, 0);
+    without it both are ``<group>``. Megatron's ``--wandb-exp-name``, which slime never reads,
+    names the run when it is given. Without a group, slime's own init fails (with the suffix)
+    or leaves the run unnamed; here the run keeps the W&B backend's default naming.
+    """
+    group = getattr(args, "wandb_group", None)
+    exp_name = getattr(args, "wandb_exp_name", None) or None
+    out: dict[str, Any] = {}
+    if group:
+        if getattr(args, "wandb_random_suffix", True):
+            group = f"{group}_{_random_suffix()}"
+            name = f"{group}-RANK_{getattr(args, 'rank', 0) or 0}"
+        else:
+            name = str(group)
+        # the suffix is drawn here, once: the backend must not add another
+        out = {"wandb_group": str(group), "wandb_name": name, "wandb_random_suffix": False}
+    if exp_name:
+        out["wandb_name"] = str(exp_name)
+    return out
+
+
+def _start_options(args: Any) -> dict[str, Any]:
+    """Options the adapter adds for the backends: slime's TensorBoard directory, slime's W&B
+    group and run name, and the proposed ``--mlflow-experiment-name`` as the MLflow backend's
+    ``--mlflow-experiment``."""
+    out = _tensorboard_options(args)
+    out.update(wandb_naming(args))
+    experiment = getattr(args, "mlflow_experiment_name", None)
+    if experiment and not getattr(args, "mlflow_experiment", None):
+        out["mlflow_experiment"] = str(experiment)
+    return out
+
+
+def _bridge_wandb(run: AnyRun) -> None:
+    """Where W&B is selected, a direct ``wandb.log`` in this process reaches the run
+    (:mod:`slime_integration.wandb_bridge`)."""
+    handle = getattr(run, "handle", None)
+    if handle is not None and "wandb" in (handle.backends or {}):
+        _wandb_bridge.install()
+
+
+def _init_primary(args: Any) -> Run | None:
     with _lock:
         existing = _entries.get(None)
     if existing is not None and existing.owns(args) and existing.run.finished is None:
         return existing.run  # type: ignore[return-value]
+    if not _options.tracking_requested(args):
+        _say_tracking_is_off()
+        return None
     saved, run_id = _resume_plan(args)
     with _collectors.collecting():
         run = tracking_core.start_run(
@@ -265,7 +363,7 @@ def _init_primary(args: Any) -> Run:
             config=launch_config(args),
             handle=saved,
             run_id=run_id,
-            options=_tensorboard_options(args) or None,
+            options=_start_options(args) or None,
         )
     wandb_entry = run.handle.backends.get("wandb")
     if wandb_entry and wandb_entry.get("id"):
@@ -275,6 +373,7 @@ def _init_primary(args: Any) -> Run:
         except (AttributeError, TypeError):
             pass
     _remember(run, None, True, args)
+    _bridge_wandb(run)
     return run
 
 
@@ -288,6 +387,9 @@ def _init_secondary(args: Any, role: str) -> AnyRun | None:
                   ARGS_ATTR, RUN_ENV, exc)
         return None
     if handle is None:
+        if not _options.tracking_requested(args):
+            logger.debug("init_tracking(primary=False, role=%r): tracking is off", role)
+            return None
         _warn_once(
             "nohandle:" + role,
             "init_tracking(primary=False, role=%r): no run to attach to (args.%s and $%s are "
@@ -315,6 +417,7 @@ def _init_secondary(args: Any, role: str) -> AnyRun | None:
                       handle.run_id)
         return None
     _remember(run, role, False, args)
+    _bridge_wandb(run)
     return run
 
 
@@ -344,6 +447,8 @@ def log(args: Any, metrics: Mapping[str, Any], step_key: str) -> None:
     try:
         entry = _entry_for(args)
         if entry is None:
+            if not _options.tracking_requested(args):
+                return  # tracking is off, as in slime: nothing to say per call
             _warn_once(
                 "nolog",
                 "log(): this process has no tracking run (init_tracking was not called here); "
@@ -407,3 +512,4 @@ def reset(timeout: float = DETACH_TIMEOUT) -> None:
         except Exception:  # noqa: BLE001
             logger.exception("could not finish %s", entry.role or "the primary")
     _warned.clear()
+    _wandb_bridge.uninstall()

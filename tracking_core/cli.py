@@ -1,4 +1,4 @@
-"""The ``tracking-core`` command: plugins, show, diff, sync, demo.
+"""The ``tracking-core`` command: plugins, show, diff, sync, ui, demo.
 
 Each subcommand imports what it needs when it runs: building the parser imports no plugin, no
 adapter and no tracker library (the demo's own options are parsed by the demo's parser, built
@@ -30,7 +30,12 @@ def _cmd_plugins(ns: argparse.Namespace) -> int:
         print("no tracking_core plugins installed")
         return 0
     for row in rows:
-        state = "disabled" if row["disabled"] else ("FAILED" if row["error"] else "ok")
+        if row["disabled"]:
+            state = "disabled"
+        elif row["error"]:
+            state = "FAILED"
+        else:
+            state = "MISSING" if row["missing"] else "ok"
         print(
             f"{row['name']:<14} {row['kind'] or '-':<18} {state:<8} "
             f"{row['distribution'] or '?'} {row['version'] or ''}"
@@ -41,27 +46,76 @@ def _cmd_plugins(ns: argparse.Namespace) -> int:
             print(f"{'':14} hooks: {', '.join(row['hooks'])}")
         if row["error"]:
             print(f"{'':14} error: {row['error']}")
+        for message in row["missing"].values():
+            print(f"{'':14} missing: {message}")
     return 0
 
 
+def _value(value: object, width: int = 120) -> str:
+    return json.dumps(value, default=str)[:width]
+
+
 def _cmd_show(ns: argparse.Namespace) -> int:
-    from tracking_jsonl.reader import find_run, read_run
+    from .saved_runs import RunNotFound, find_saved_run
 
     try:
-        path = find_run(ns.run, opts.tracking_dir(ns))
-    except FileNotFoundError as exc:
-        print(f"tracking-core show: {exc}", file=sys.stderr)
-        return 2
-    run = read_run(path)
-    print(f"run {path.name} ({path})  status: {run.status or 'open'}")
+        handle = find_saved_run(ns.run, opts.tracking_dir(ns))
+    except RunNotFound as exc:
+        # a jsonl run directory of its own (copied, or from before run handles were saved)
+        from tracking_jsonl.reader import find_run
+
+        try:
+            if not ns.run:
+                raise FileNotFoundError(ns.run) from exc
+            path = find_run(ns.run, opts.tracking_dir(ns))
+        except FileNotFoundError:
+            print(f"tracking-core show: {exc}", file=sys.stderr)
+            return 2
+        return _show_jsonl_dir(path, ns.limit)
+    from .readback import read_configs, read_trackers
+
+    print(f"run {handle.run_id} ({handle.name})  {handle.run_dir}")
+    print(f"trackers: {', '.join(handle.backends) or 'none'}")
+    for report in read_trackers(handle):
+        state = f"  {report.status}" if report.status else ""
+        print(f"\n[{report.tracker}] {report.where}{state}")
+        if report.detail:
+            print(f"  {report.detail}")
+        if report.error:
+            print(f"  cannot read it: {report.error}")
+            continue
+        if report.last:
+            print(f"  last values of {len(report.last)} series:")
+        for name, (value, step) in sorted(report.last.items())[: ns.limit]:
+            print(f"    {name} = {value:.6g}" + ("" if step is None else f" (step {step})"))
+        if len(report.last) > ns.limit:
+            print(f"    ... {len(report.last) - ns.limit} more (--limit)")
+    configs = read_configs(handle)
+    print(f"\nconfigs, per namespace (saved in {handle.run_dir / 'config'}):" if configs else "\nno config saved")
+    for namespace, values in configs.items():
+        print(f"  [{namespace}] {len(values)} keys")
+        for key in sorted(values)[: ns.limit]:
+            print(f"    {key} = {_value(values[key])}")
+        if len(values) > ns.limit:
+            print(f"    ... {len(values) - ns.limit} more (--limit)")
+    return 0
+
+
+def _show_jsonl_dir(path: os.PathLike[str], limit: int) -> int:
+    from pathlib import Path
+
+    from tracking_jsonl.reader import read_run
+
+    run = read_run(Path(path))
+    print(f"jsonl run {run.path.name} ({run.path})  status: {run.status or 'open'}")
     for namespace, section in sorted(run.configs.items()):
         params = section.get("params") or {}
         values = section.get("values") or {}
         print(f"\n[{namespace}] {len(values)} config keys ({len(params)} as parameters)")
-        for key in sorted(params)[: ns.limit]:
-            print(f"  {key} = {json.dumps(params[key], default=str)[:120]}")
-        if len(params) > ns.limit:
-            print(f"  ... {len(params) - ns.limit} more (--limit)")
+        for key in sorted(params)[:limit]:
+            print(f"  {key} = {_value(params[key])}")
+        if len(params) > limit:
+            print(f"  ... {len(params) - limit} more (--limit)")
     counts = run.metric_counts()
     print(f"\nmetrics: {sum(counts.values())} values in {len(counts)} series")
     for name, count in sorted(counts.items()):
@@ -99,6 +153,38 @@ def _cmd_sync(ns: argparse.Namespace) -> int:
     return 1 if report.errors else 0
 
 
+def _cmd_ui(ns: argparse.Namespace) -> int:
+    from .saved_runs import find_saved_run
+    from .viewers import plan_viewers, serve
+
+    handle = find_saved_run(ns.run, opts.tracking_dir(ns))
+    trackers = [t.strip() for t in ns.trackers.split(",") if t.strip()] if ns.trackers else None
+    mlflow = handle.backends.get("mlflow") if trackers is None or "mlflow" in trackers else None
+    if mlflow and not mlflow.get("run_id") and not ns.dry_run:  # only the target was saved
+        from .readback import locate_mlflow_run
+
+        try:
+            _, found = locate_mlflow_run(mlflow, handle.run_id)
+            mlflow.update(run_id=found.info.run_id, experiment_id=found.info.experiment_id)
+        except Exception as exc:  # noqa: BLE001 - the UI still opens, on the experiment list
+            print(f"tracking-core ui: the MLflow run of {handle.run_id} not found ({exc})", file=sys.stderr)
+    ports = {k: v for k, v in (("mlflow", ns.mlflow_port), ("tensorboard", ns.tensorboard_port)) if v}
+    viewers = plan_viewers(handle, host=ns.host, ports=ports, trackers=trackers)
+    if not viewers:
+        known = ", ".join(handle.backends) or "none"
+        print(f"tracking-core ui: run {handle.run_id} has no tracker {ns.trackers!r}; its trackers: {known}", file=sys.stderr)
+        return 2
+    print(f"run {handle.run_id} ({handle.run_dir})", flush=True)
+    if ns.dry_run:
+        import shlex
+
+        for viewer in viewers:
+            what = shlex.join(viewer.command) if viewer.command else viewer.note
+            print(f"{viewer.tracker}: {what}" + (f"  -> {viewer.url}" if viewer.command else ""))
+        return 0
+    return serve(viewers, out=sys.stdout, wait=ns.wait)
+
+
 def _cmd_demo(ns: argparse.Namespace) -> int:
     # The demo's options (its hyperparameters and every plugin's tracking options) are its own
     # parser's: building them loads the plugins, which only this command needs.
@@ -120,10 +206,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=_cmd_plugins)
 
-    p = sub.add_parser("show", help="print a jsonl run: configs per role, metric counts")
-    p.add_argument("run", help="a jsonl run directory, or a run id under the tracking directory")
+    p = sub.add_parser(
+        "show", help="a run: its trackers and where, last metric values, configs per namespace"
+    )
+    p.add_argument("run", nargs="?", default=None, help="a run directory, handle.json or run id (default: the latest run); or a jsonl run directory")
     p.add_argument("--tracking-dir", default=None, help="default: $TRACKING_CORE_DIR or ./tracking-runs")
-    p.add_argument("--limit", type=int, default=40, help="config keys shown per namespace")
+    p.add_argument("--limit", type=int, default=40, help="config keys per namespace and series per tracker shown")
     p.set_defaults(func=_cmd_show)
 
     p = sub.add_parser("diff", help="config difference between roles of a run")
@@ -137,6 +225,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tracking-dir", default=None)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=_cmd_sync)
+
+    p = sub.add_parser(
+        "ui",
+        help="start the viewers of a run's trackers (MLflow UI, TensorBoard) and print their URLs",
+        description="Start the MLflow UI on the run's MLflow store and TensorBoard on its log "
+        "directory, wait until they answer, print their URLs; Ctrl-C stops them.",
+    )
+    p.add_argument("run", nargs="?", default=None, help="a run directory, handle.json or run id (default: the latest run)")
+    p.add_argument("--tracking-dir", default=None, help="default: $TRACKING_CORE_DIR or ./tracking-runs")
+    p.add_argument("--trackers", default=None, help="only these, comma-separated (default: every tracker of the run)")
+    p.add_argument("--host", default="127.0.0.1", help="interface to serve on (default 127.0.0.1)")
+    p.add_argument("--mlflow-port", type=int, default=None, help="default 5000, or the next free port")
+    p.add_argument("--tensorboard-port", type=int, default=None, help="default 6006, or the next free port")
+    p.add_argument("--wait", type=float, default=120.0, help="seconds to wait for each viewer to answer")
+    p.add_argument("--dry-run", action="store_true", help="print the commands instead of starting them")
+    p.set_defaults(func=_cmd_ui)
 
     # No arguments here: everything after `demo` (its --help included) goes to the demo's own
     # parser when the command runs (see _cmd_demo and main).

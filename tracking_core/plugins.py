@@ -18,7 +18,7 @@ from typing import Any
 import pluggy
 
 from . import hookspecs, settings
-from .errors import PluginLoadError, UnknownBackend
+from .errors import BackendUnavailable, PluginLoadError, UnknownBackend
 from .registry import BackendRegistrar, BackendSpec, check_selectable
 
 log = logging.getLogger("tracking_core.plugins")
@@ -41,6 +41,8 @@ class PluginInfo:
     backends: list[str] = field(default_factory=list)
     error: str | None = None
     disabled: bool = False
+    #: Backend name -> the import names it ``requires`` that are not installed, and what to do.
+    missing: dict[str, str] = field(default_factory=dict)
 
     @property
     def kinds(self) -> list[str]:
@@ -64,6 +66,7 @@ class PluginInfo:
             "backends": self.backends,
             "error": self.error,
             "disabled": self.disabled,
+            "missing": dict(self.missing),
         }
 
 
@@ -176,8 +179,15 @@ class PluginManager:
                     )
             for spec in registrar.specs.values():
                 info = self.plugins.get(spec.plugin)
-                if info is not None and spec.name not in info.backends:
+                if info is None:
+                    continue
+                if spec.name not in info.backends:
                     info.backends.append(spec.name)
+                missing = spec.missing()
+                if missing:  # said as selecting it would say it (BackendUnavailable)
+                    info.missing[spec.name] = str(BackendUnavailable(spec.name, missing, spec.extra))
+                else:
+                    info.missing.pop(spec.name, None)
             self._backends = registrar.specs
         return self._backends
 

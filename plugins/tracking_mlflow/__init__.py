@@ -37,6 +37,13 @@ stores drop a metric identical to a stored one (same key, step, value and timest
 retries and journal replays exactly-once. A record without a step is logged at step 0 (MLflow's own
 default). A named step axis (``actor/train/step``) is also logged as a metric whose value is the
 step, once per step, so MLflow charts can use it as their x-axis, as W&B's ``define_metric`` does.
+
+**Tables, histograms, texts, artifacts** (:mod:`tracking_mlflow.media`): tables with
+``MlflowClient.log_table`` (``tables/<key>/step-000012.json``, shown as tables in MLflow's UI),
+histograms as ``histograms/<key>/step-000012.json`` plus the series ``<key>/count``, ``/mean``,
+``/min``, ``/max``, ``/p5`` ... ``/p95`` on the same step, texts with ``log_text``
+(``texts/<key>/step-000012.txt``), files and directories with ``log_artifact(s)`` under
+``artifacts/<name>``; each stored once however often it is offered.
 """
 
 from __future__ import annotations

@@ -33,9 +33,11 @@ from typing import Any, TypeVar
 from tracking_core import ConfigSection, MetricRecord, RunContext, RunStatus, hookimpl
 from tracking_core.config import artifact_path, config_json
 from tracking_core.errors import RunNotOpenYet
+from tracking_core.records import ArtifactRecord, HistogramRecord, TableRecord, TextRecord
 
 from . import settings
 from .keys import MlflowKeyShaper, mlflow_key, mlflow_params
+from .media import MlflowMedia
 
 settings.apply_env_defaults()
 
@@ -92,6 +94,7 @@ class MlflowBackend:
         self._shape = MlflowKeyShaper()
         self._tagged_keys: set[str] = set()
         self._last_axis_step: dict[str, int] = {}
+        self.media = MlflowMedia(self)
 
     # -- connecting ----------------------------------------------------------------------------
     def _connect(self, uri: str) -> MlflowClient:
@@ -464,6 +467,24 @@ class MlflowBackend:
             self._tagged_keys.update(tags)
         self._last_axis_step = last
 
+    # -- tables, histograms, texts, artifacts (see tracking_mlflow.media) -----------------------
+    @hookimpl
+    def log_table(self, table: TableRecord) -> None:
+        self.media.log_table(table)
+
+    @hookimpl
+    def log_histogram(self, histogram: HistogramRecord) -> None:
+        """The bins as a JSON artifact, the summary as metrics on the same step."""
+        self.media.log_histogram(histogram)
+
+    @hookimpl
+    def log_text(self, text: TextRecord) -> None:
+        self.media.log_text(text)
+
+    @hookimpl
+    def log_artifact(self, artifact: ArtifactRecord) -> None:
+        self.media.log_artifact(artifact)
+
     # -- the end -------------------------------------------------------------------------------
     @hookimpl
     def close_run(self, status: RunStatus, run: RunContext) -> None:
@@ -489,7 +510,9 @@ def _view_hint(uri: str, experiment_id: str | None, run_id: str | None) -> str:
     url = settings.run_url(uri, experiment_id, run_id)
     if url is not None:
         return f"view it at {url}"
+    from tracking_core.viewers import runnable  # the command as it runs from any directory
+
     path = settings.sqlite_path(uri)
     if path is not None:
-        return f"view it with: mlflow ui --backend-store-uri sqlite:///{path}"
-    return f"view it with: mlflow ui --backend-store-uri {settings.public_uri(uri)}"
+        return f"view it with: {runnable('mlflow')} ui --backend-store-uri sqlite:///{path}"
+    return f"view it with: {runnable('mlflow')} ui --backend-store-uri {settings.public_uri(uri)}"

@@ -6,7 +6,9 @@ One log directory per run, one TensorBoard *run* (subdirectory) per role: the pr
 never role-prefixed: in TensorBoard the role is the run, so the actor's and critic's
 ``train/pg_loss`` overlay in one chart. Each namespace's config goes in twice: its scalar values as
 HParams (one HParams session per role subdirectory, so the dashboard lines up each role's config
-with that role's metrics) and the complete config as text (tag ``config/<namespace>``).
+with that role's metrics) and the complete config as text (tag ``config/<namespace>``). The
+HParams keys are unprefixed (``lr`` in the actor's and the critic's session alike), so one column
+holds every role's value side by side; the text keeps the prefixed keys.
 
 The log directory is ``--tensorboard-dir`` (Megatron and slime define it already; then theirs is
 reused), else slime's ``$TENSORBOARD_DIR``, else ``<tracking_dir>/tensorboard/<run name>``

@@ -41,8 +41,10 @@ from tensorboardX.summary import text as text_summary
 
 from tracking_core import ConfigSection, MetricRecord, RunContext, RunStatus, hookimpl
 from tracking_core.config import LAUNCH, config_text
+from tracking_core.records import ArtifactRecord, HistogramRecord, TableRecord, TextRecord
 
-from .hparams import tensorboard_hparams
+from . import media
+from .hparams import session_hparams
 from .logdir import default_logdir, safe_part
 from .logdir import target as run_target
 
@@ -197,9 +199,10 @@ class TensorBoardBackend:
         writer = self._writer(subdir)
         now = time.time()
         events = []
-        # Keys left out (null, nested) are named in the shaping function's warning and are
-        # in the config text below.
-        hparams, _left_out = tensorboard_hparams(config)
+        # Unprefixed keys: the TensorBoard run is the role, so one column compares the roles.
+        # Keys left out (null, nested) are named in the shaping function's message and are
+        # in the config text below, with their prefixed names.
+        hparams, _left_out = session_hparams(config)
         start = SessionStartInfo(start_time_secs=now)
         for name, value in hparams.items():
             if not _hparam_value(value, start.hparams[name]):
@@ -246,6 +249,23 @@ class TensorBoardBackend:
         for subdir, events in batches.items():
             self._writer(subdir).write(events)
         self._last_step.update(last)
+
+    # -- tables, histograms, texts, artifacts (see tracking_tensorboardx.media) -----------------
+    @hookimpl
+    def log_table(self, table: TableRecord) -> None:
+        media.log_table(self, table)
+
+    @hookimpl
+    def log_histogram(self, histogram: HistogramRecord) -> None:
+        media.log_histogram(self, histogram)
+
+    @hookimpl
+    def log_text(self, text: TextRecord) -> None:
+        media.log_text(self, text)
+
+    @hookimpl
+    def log_artifact(self, artifact: ArtifactRecord) -> None:
+        media.log_artifact(self, artifact)
 
     @hookimpl
     def close_run(self, status: RunStatus) -> None:

@@ -3,6 +3,13 @@
 HParams hold bool, int, float and str values only: null and nested values are left out here, and
 named; the whole namespace still goes to TensorBoard as text
 (:func:`tracking_core.config.config_text`) and stays in the section's lossless JSON artifact.
+
+In TensorBoard the role is the run (one subdirectory, one HParams session per role), so a role's
+session needs no ``actor/`` prefix to say whose value it is; with the prefix every role would get
+columns of its own (``actor/lr``, ``critic/lr``) and no column would compare two roles. The
+backend therefore asks for the keys without the namespace's prefix (:func:`session_hparams`): one
+``lr`` column holds the launch, actor and critic values side by side. The config text keeps the
+prefixed keys, so nothing about whose value it is gets lost.
 """
 
 from __future__ import annotations
@@ -12,7 +19,7 @@ import logging
 from tracking_core.config import artifact_path
 from tracking_core.records import ConfigSection
 
-__all__ = ["tensorboard_hparams"]
+__all__ = ["session_hparams", "tensorboard_hparams"]
 
 log = logging.getLogger("tracking_core.backends.tensorboard")
 
@@ -60,3 +67,17 @@ def tensorboard_hparams(
                 ", ".join(keys),
             )
     return hparams, left_out
+
+
+def session_hparams(
+    section: ConfigSection,
+) -> tuple[dict[str, float | int | str | bool], list[str]]:
+    """:func:`tensorboard_hparams` with the namespace's prefix taken off each key (``critic/lr``
+    becomes ``lr``): the keys of the role's own HParams session, in which the TensorBoard run
+    already names the role. Every key of a section has the same prefix, so no two collide; the
+    keys left out are named as the section names them (with the prefix)."""
+    hparams, left_out = tensorboard_hparams(section)
+    prefix = section.prefix
+    if not prefix:
+        return hparams, left_out
+    return {key.removeprefix(prefix): value for key, value in hparams.items()}, left_out

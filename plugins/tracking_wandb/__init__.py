@@ -13,7 +13,9 @@ Importing this package does not import ``wandb``: only selecting the backend doe
 (:mod:`tracking_wandb.backend`). See :mod:`tracking_wandb.options` for the options and the
 environment variables each falls back to (and :func:`tracking_wandb.options.target`, where the
 run goes, decided when it starts), :mod:`tracking_wandb.config` for the config's shape, and
-:mod:`tracking_wandb.backend` for how configs, metrics and secrets are handled.
+:mod:`tracking_wandb.backend` for how configs, metrics and secrets are handled, and
+:mod:`tracking_wandb.media` for tables (``wandb.Table``), histograms (``wandb.Histogram``), texts
+(``wandb.Html``) and artifacts (``wandb.Artifact``), each on its step axis like a metric.
 """
 
 from __future__ import annotations

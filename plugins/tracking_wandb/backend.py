@@ -58,7 +58,9 @@ import wandb
 from tracking_core import ConfigSection, MetricRecord, RunContext, RunStatus, hookimpl
 from tracking_core.config import artifact_path, config_json, redact_argv
 from tracking_core.handle import RunHandle
+from tracking_core.records import ArtifactRecord, HistogramRecord, TableRecord, TextRecord
 
+from . import media
 from .config import wandb_config
 from .options import WandbOptions, resolve, run_id_for, tags_for
 from .options import target as run_target
@@ -363,6 +365,27 @@ class WandbBackend:
                 shared.run.log(row.data())
                 self._partial = (batch, i + 1)
             self._partial = None
+
+    # -- tables, histograms, texts, artifacts (see tracking_wandb.media) ------------------------
+    @hookimpl
+    def log_table(self, table: TableRecord) -> None:
+        if self.mode != "disabled":
+            media.log_table(self, self._require(), table)
+
+    @hookimpl
+    def log_histogram(self, histogram: HistogramRecord) -> None:
+        if self.mode != "disabled":
+            media.log_histogram(self, self._require(), histogram)
+
+    @hookimpl
+    def log_text(self, text: TextRecord) -> None:
+        if self.mode != "disabled":
+            media.log_text(self, self._require(), text)
+
+    @hookimpl
+    def log_artifact(self, artifact: ArtifactRecord) -> None:
+        if self.mode != "disabled":
+            media.log_artifact(self._require(), artifact)
 
     # -- closing -------------------------------------------------------------------------------
     @hookimpl

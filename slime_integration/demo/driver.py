@@ -96,28 +96,19 @@ def _launch(role: str, ranks: int, exchange: Path, steps: int) -> subprocess.Pop
 
 
 def where_to_look(handle: tracking_core.RunHandle) -> list[str]:
-    """One line per backend: where its data is and the command that opens it."""
-    lines = []
-    for name, entry in handle.backends.items():
-        if name == "mlflow":
-            uri = entry.get("tracking_uri", "")
-            lines.append(f"MLflow run {entry.get('run_id')}: mlflow ui --backend-store-uri {uri}")
-        elif name == "tensorboard":
-            lines.append(f"TensorBoard: tensorboard --logdir {entry.get('logdir')}")
-        elif name == "wandb":
-            if entry.get("mode") == "offline":
-                lines.append(
-                    f"W&B offline run {entry.get('id')}: wandb sync "
-                    f"{entry.get('dir')}/wandb/offline-run-*-{entry.get('id')}*"
-                )
-            else:
-                lines.append(f"W&B run {entry.get('id')} in project {entry.get('project')}")
-        elif name == "jsonl":
-            lines.append(
-                f"jsonl: tracking-core show {handle.run_id} --tracking-dir {handle.tracking_dir}"
-            )
-        else:
-            lines.append(f"{name}: {entry}")
+    """One line per backend: where its data is and the command that opens it, runnable as
+    printed from any directory (tools outside ``PATH`` by their full path)."""
+    from tracking_core.viewers import runnable
+    from tracking_core.viewers import where_to_look as tracker_lines
+
+    lines = tracker_lines(handle)
+    if {"mlflow", "tensorboard"} & set(handle.backends):
+        lines.insert(
+            0,
+            f"open it: {runnable('tracking-core')} ui {handle.run_dir}   "
+            "(starts the MLflow UI / TensorBoard on this run and prints their URLs)",
+        )
+    lines.append(f"summary: {runnable('tracking-core')} show {handle.run_dir}")
     return lines
 
 
@@ -142,7 +133,8 @@ def run_demo(args: argparse.Namespace) -> int:
     exchange.mkdir(parents=True, exist_ok=True)
     (exchange / "role_args.pkl").write_bytes(pickle.dumps(roles))
     print(
-        f"demo: PPO on a contextual bandit, {args.steps} steps; actor world of "
+        f"demo: PPO on a contextual bandit, {args.steps} steps (0..{args.steps - 1}, the "
+        f"step every tracker records); actor world of "
         f"{args.actor_ranks} ranks, critic world of {args.critic_ranks} ranks; "
         f"logging to {', '.join(run.backends)}",
         flush=True,

@@ -158,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         if run.is_writer:
             print(
-                f"[{opts.role}] step {step + 1}/{opts.steps} {line} "
+                f"[{opts.role}] step {step}/{opts.steps - 1} {line} "  # the step the trackers record
                 f"({time.monotonic() - started:.1f} s)",
                 flush=True,
             )

@@ -1,6 +1,7 @@
-"""Two roles in one run, in MLflow, W&B offline and TensorBoard at once: both roles' configs and
-metrics are in all three, no key collides, and each tracker holds the same keys and values as far
-as it can (MLflow params are strings, TensorBoard scalars float32, W&B reads 1.0 back as 1)."""
+"""Two roles in one run, in MLflow, W&B offline, TensorBoard, SwanLab offline and trackio at once:
+both roles' configs and metrics are in all five, no key collides, and each tracker holds the same
+keys and values as far as it can (MLflow params are strings, TensorBoard scalars float32, W&B
+reads 1.0 back as 1, SwanLab keeps a top-level None as the text "null")."""
 
 from __future__ import annotations
 
@@ -12,6 +13,10 @@ import pytest
 from tracking_mlflow.keys import param_text
 
 import tracking_core
+from tests.backends.test_swanlab import S_VARS
+from tests.backends.test_swanlab import by_label as swan_by_label
+from tests.backends.test_swanlab import read_job as read_swan_job
+from tests.backends.test_trackio import T_VARS, read_store
 from tests.helpers.tb_events import read_logdir
 from tests.helpers.wandb_offline import W_VARS, merged_config, offline_env, read_job
 
@@ -37,15 +42,16 @@ def close(a: Any, b: Any) -> bool:
 
 
 @pytest.fixture
-def run_all_three(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Path]:
-    for name in W_VARS:
+def run_all_five(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Path]:
+    for name in (*W_VARS, *S_VARS, *T_VARS):
         monkeypatch.delenv(name, raising=False)
     for name, value in offline_env(tmp_path).items():
         monkeypatch.setenv(name, value)
     run = tracking_core.start_run(
         config=LAUNCH,
-        backends=["mlflow", "wandb", "tensorboard"],
+        backends=["mlflow", "wandb", "tensorboard", "swanlab", "trackio"],
         tracking_dir=tmp_path / "td",
+        options={"swanlab_mode": "offline", "trackio_project": "cross"},
         export=False,
     )
     for role, config in ROLES.items():
@@ -56,17 +62,17 @@ def run_all_three(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Any,
                 step=step,
                 step_key="train/step",
             )
-        child.finish()
-    summary = run.finish()
+        child.finish(timeout=120)  # five trackers per delivery process: slow on a busy machine
+    summary = run.finish(timeout=120)
     assert all(not b["undelivered"] and not b["failures"] for b in summary.backends.values()), summary
     return run, tmp_path
 
 
 @pytest.mark.slow
-def test_two_roles_same_keys_and_values_in_all_three(run_all_three: tuple[Any, Path]) -> None:
+def test_two_roles_same_keys_and_values_in_all_five(run_all_five: tuple[Any, Path]) -> None:
     from mlflow.tracking import MlflowClient
 
-    run, tmp = run_all_three
+    run, tmp = run_all_five
     handle = run.handle.backends
     client = MlflowClient(handle["mlflow"]["tracking_uri"])
     ml_run = client.get_run(handle["mlflow"]["run_id"])
@@ -76,8 +82,13 @@ def test_two_roles_same_keys_and_values_in_all_three(run_all_three: tuple[Any, P
     wb_history = [row for r in wb_runs for row in r.history]
     tb = read_logdir(handle["tensorboard"]["logdir"])
     assert {"launch", "actor", "critic"} <= set(tb)
+    swan = swan_by_label(read_swan_job(Path(handle["swanlab"]["log_dir"]), handle["swanlab"]["id"]))
+    assert sorted(swan) == ["actor", "critic", "primary"]  # one directory per writer, one id
+    tk = read_store(Path(handle["trackio"]["dir"]), "cross")
+    assert tk["runs"] == [run.run_id]
+    tk_config, tk_rows = tk["configs"][run.run_id], tk["logs"][run.run_id]
 
-    # config: the launch config unprefixed, each role's under <role>/, in all three
+    # config: the launch config unprefixed, each role's under <role>/, in all five
     expected = dict(LAUNCH)
     for role, config in ROLES.items():
         expected.update({f"{role}/{k}": v for k, v in config.items()})
@@ -94,9 +105,15 @@ def test_two_roles_same_keys_and_values_in_all_three(run_all_three: tuple[Any, P
             assert key not in hparams
         text = "\n".join(t for ts in tb[role or "launch"].text.values() for t in ts)
         assert bare in text
+        assert close(swan["primary"].config[key], "null" if value is None else value), key
+        if role:
+            assert close(swan[role].config[key], value), key
+        assert close(tk_config[key], value), (key, tk_config[key], value)
     assert ml_run.info.status == "FINISHED"
+    assert {r.state for r in swan.values()} == {"RUN_STATE_FINISHED"}
+    assert tk_config["tracking_core/status"] == "FINISHED"
 
-    # metrics: every role's every step, the same values in all three
+    # metrics: every role's every step, the same values in all five
     for role, keys in METRICS.items():
         for key in keys:
             name = f"{role}/{key}"
@@ -110,3 +127,9 @@ def test_two_roles_same_keys_and_values_in_all_three(run_all_three: tuple[Any, P
             tb_points = tb[role].scalars[key]
             assert [s for s, _ in tb_points] == list(range(STEPS))
             assert all(math.isclose(v, value_at(role, key, s), rel_tol=1e-6) for s, v in tb_points)
+            sw_points = swan[role].scalars[name]
+            assert [s for s, _ in sw_points] == list(range(STEPS))
+            assert all(close(v, value_at(role, key, s)) for s, v in sw_points)
+            tk_points = sorted((r["step"], r[name]) for r in tk_rows if name in r)
+            assert [s for s, _ in tk_points] == list(range(STEPS))
+            assert all(close(v, value_at(role, key, s)) for s, v in tk_points)

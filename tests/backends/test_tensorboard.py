@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from tracking_tensorboardx.hparams import tensorboard_hparams
+from tracking_tensorboardx.hparams import session_hparams, tensorboard_hparams
 
 import tracking_core
 from tests.helpers.subprocess_python import run_python
@@ -43,7 +43,7 @@ CRITIC_SCRIPT = """
 import json, os, sys
 import tracking_core
 from tracking_core.config import config_text
-from tracking_tensorboardx.hparams import tensorboard_hparams
+from tracking_tensorboardx.hparams import session_hparams
 
 critic = tracking_core.attach(role="critic", writer=True, collect=False)
 section = critic.log_config(json.loads(os.environ["CRITIC_CONFIG"]))
@@ -52,7 +52,7 @@ for step in range(7):
                        step_key="train/step")
 summary = critic.finish()
 print(json.dumps({
-    "hparams": tensorboard_hparams(section)[0],
+    "hparams": session_hparams(section)[0],
     "text": config_text(section),
     "delivered": summary.backends["tensorboard"]["delivered"],
 }))
@@ -127,16 +127,23 @@ def test_primary_actor_and_critic_process_read_back(tmp_path: Path) -> None:
         "train/critic-value_loss": [(s, float(np.float32(1.0 / (s + 3)))) for s in range(7)]
     }
 
-    # HParams: one session per role run, holding that namespace's scalar params.
+    # HParams: one session per role run, holding that namespace's scalar params under their
+    # unprefixed keys (the run names the role), so one column holds every role's value.
     launch_hparams, left_out = tensorboard_hparams(launch)
     assert {k.split(":")[0] for k in left_out} == {"model", "save"}
     assert runs["launch"].hparams == as_hparams(launch_hparams)
     assert runs["launch"].hparams["seed"] == 1234.0
     assert runs["launch"].hparams["use_kl_loss"] is True
-    assert runs["actor"].hparams == as_hparams(tensorboard_hparams(actor_section)[0])
-    assert runs["actor"].hparams["actor/lr"] == 1e-6
+    assert runs["actor"].hparams == as_hparams(session_hparams(actor_section)[0])
     assert runs["critic"].hparams == as_hparams(critic_out["hparams"])
-    assert runs["critic"].hparams["critic/micro_batch_size"] == 4.0
+    assert {role: runs[role].hparams["lr"] for role in ("launch", "actor", "critic")} == {
+        "launch": 1e-5,
+        "actor": 1e-6,
+        "critic": 5e-6,
+    }
+    assert runs["actor"].hparams["micro_batch_size"] == 2.0
+    assert runs["critic"].hparams["micro_batch_size"] == 4.0
+    assert not [k for run in runs.values() for k in run.hparams if k.startswith(("actor/", "critic/"))]
 
     # The full config of each namespace as text, nested and null values included.
     assert runs["launch"].text == {"config/launch": [config_text(launch)]}
@@ -151,6 +158,7 @@ def test_primary_actor_and_critic_process_read_back(tmp_path: Path) -> None:
         set(launch_hparams) | set(runs["actor"].hparams) | set(runs["critic"].hparams)
     )
     assert set(view.hparams) == expected_columns
+    assert expected_columns == set(LAUNCH) - {"model", "save"} | set(ACTOR) | set(CRITIC)
     assert {
         ("rollout/raw_reward", ""),
         ("train/pg_loss", ""),
@@ -163,6 +171,94 @@ def test_primary_actor_and_critic_process_read_back(tmp_path: Path) -> None:
     for path in logdir.rglob("*"):
         if path.is_file():
             assert SECRET.encode() not in path.read_bytes(), path
+
+
+def _raw_session_hparams(run_dir: Path) -> dict[str, Any]:
+    """The hparams of a run's session start info, parsed from the event files' hparams plugin
+    data with TensorBoard's own reader and the hparams plugin's metadata parser."""
+    from tensorboard.backend.event_processing.plugin_event_accumulator import EventAccumulator
+    from tensorboard.plugins.hparams import metadata as hp_metadata
+
+    acc = EventAccumulator(str(run_dir), size_guidance={"tensors": 0})
+    acc.Reload()
+    content = acc.PluginTagToContent(hp_metadata.PLUGIN_NAME)
+    start = hp_metadata.parse_session_start_info_plugin_data(
+        content[hp_metadata.SESSION_START_INFO_TAG]
+    )
+    return {name: value.number_value for name, value in start.hparams.items()}
+
+
+def _dashboard_column(logdir: Path, name: str) -> Any:
+    """The HParams dashboard's column ``name`` (``api_pb2.HParamInfo``) as its backend builds it."""
+    from tensorboard import context as tb_context
+    from tensorboard.backend.event_processing import data_provider
+    from tensorboard.backend.event_processing import plugin_event_multiplexer as pem
+    from tensorboard.plugins import base_plugin
+    from tensorboard.plugins.hparams import backend_context
+
+    mux = pem.EventMultiplexer(tensor_size_guidance={}, purge_orphaned_data=True)
+    mux.AddRunsFromDirectory(str(logdir))
+    mux.Reload()
+    provider = data_provider.MultiplexerDataProvider(mux, str(logdir))
+    context = backend_context.Context(
+        base_plugin.TBContext(data_provider=provider, logdir=str(logdir), multiplexer=mux)
+    )
+    ctx = tb_context.RequestContext()
+    experiment = context.experiment_from_metadata(
+        ctx,
+        "",
+        include_metrics=False,
+        hparams_run_to_tag_to_content=context.hparams_metadata(ctx, ""),
+        data_provider_hparams=context.hparams_from_data_provider(ctx, "", limit=None),
+    )
+    (info,) = [i for i in experiment.hparam_infos if i.name == name]
+    return info
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("key_style", ["default", "slime"])
+def test_roles_share_unprefixed_hparams_columns(tmp_path: Path, key_style: str) -> None:
+    """The actor's and the critic's sessions both name their learning rate ``lr``: one
+    dashboard column compares them. The config text keeps each namespace's own keys."""
+    run = tracking_core.start_run(
+        {"lr": 3e-6, "seed": 1},
+        backends=["tensorboard"],
+        tracking_dir=tmp_path,
+        key_style=key_style,
+        export=False,
+    )
+    actor = tracking_core.attach(run.handle, role="actor", writer=True, collect=False)
+    critic = tracking_core.attach(run.handle, role="critic", writer=True, collect=False)
+    actor_section = actor.log_config({"lr": 1e-6, "micro_batch_size": 2})
+    critic_section = critic.log_config({"lr": 1e-5, "num_critic_only_steps": 1})
+    for step in range(2):
+        actor.log_metrics({"train/pg_loss": 0.5 / (step + 1)}, step=step, step_key="train/step")
+        critic.log_metrics({"train/critic-value_loss": 1.0 / (step + 1)}, step=step)
+    for r in (actor, critic, run):
+        r.finish()
+    logdir = Path(run.handle.backends["tensorboard"]["logdir"])
+
+    actor_hp = _raw_session_hparams(logdir / "actor")
+    critic_hp = _raw_session_hparams(logdir / "critic")
+    assert (actor_hp["lr"], critic_hp["lr"]) == (1e-6, 1e-5)
+    assert set(actor_hp) == {"lr", "micro_batch_size"}
+    assert set(critic_hp) == {"lr", "num_critic_only_steps"}
+    column = _dashboard_column(logdir, "lr")
+    assert column.differs
+    if key_style == "default":
+        # the launch session keeps its own (unprefixed) keys and shares the column too
+        assert _raw_session_hparams(logdir / "launch") == {"lr": 3e-6, "seed": 1.0}
+    else:  # slime's style: the launch config goes only to its text and JSON artifact
+        assert read_run(logdir / "launch").hparams == {}
+    assert (column.domain_interval.min_value, column.domain_interval.max_value) == (1e-6, 1e-5)
+
+    # Lossless: each namespace's text still names its keys as the other trackers do.
+    runs = read_logdir(logdir)
+    assert runs["actor"].text["config/actor"] == [config_text(actor_section)]
+    assert runs["critic"].text["config/critic"] == [config_text(critic_section)]
+    assert "| `critic/lr` | `1e-05` |" in runs["critic"].text["config/critic"][0]
+    actor_key = "lr" if key_style == "slime" else "actor/lr"
+    assert f"| `{actor_key}` | `1e-06` |" in runs["actor"].text["config/actor"][0]
 
 
 @pytest.mark.integration

@@ -128,6 +128,12 @@ def run_slime_job(base: argparse.Namespace, steps: int = STEPS) -> tuple[RunHand
             {"train/critic-value_loss": 0.2 * step, "train/step": step},
             step_key="train/step",
         )
+    # What every tracker holds is the point here, not how long the driver's bounded wait for
+    # its peers lasts (tracking_core.delivery.sync.await_peers, tested with the Ray topology):
+    # on a busy machine, let each role deliver first.
+    for role in ("actor", "critic", "rollout"):
+        run = tracking.current_run(roles[role])
+        assert run is not None and run.flush(timeout=180), role
     tracking.finish_tracking(roles["rollout"])  # the rollout manager's dispose()
     tracking.finish_tracking(base)  # the driver, at the end of train()
     tracking.reset()  # the training actors never call finish_tracking: their processes end
@@ -229,18 +235,21 @@ _TB_ROW = re.compile(r"^\| `(?P<key>[^`]+)` \| `(?P<value>.*)` \|$")
 
 def read_tensorboard(handle: RunHandle) -> Readback:
     """Every role's config: its text table (hparams take scalars only, so None is only there),
-    then its HParams values on top."""
+    then its HParams values on top. A role's HParams keys are unprefixed (the TensorBoard run is
+    the role, and one column compares the roles): the run's name gives the prefix back."""
     from tests.helpers.tb_events import read_logdir
 
     params: dict[str, Any] = {}
     metrics: dict[str, list[tuple[int, float]]] = {}
-    for run in read_logdir(handle.backends["tensorboard"]["logdir"]).values():
+    for name, run in read_logdir(handle.backends["tensorboard"]["logdir"]).items():
         for texts in run.text.values():
             for line in texts[-1].splitlines():
                 m = _TB_ROW.match(line)
                 if m:
                     params[m["key"]] = _json_or_text(m["value"].replace("\\|", "|"))
-        params.update(run.hparams)  # the scalars, as the HParams dashboard shows them
+        prefix = "" if name == "launch" else f"{name}/"
+        # the scalars, as the HParams dashboard shows them
+        params.update({prefix + key: value for key, value in run.hparams.items()})
         for tag, points in run.scalars.items():
             metrics.setdefault(tag, []).extend((int(s), v) for s, v in points)
     return Readback(params, {k: sorted(v) for k, v in metrics.items()})
@@ -303,6 +312,24 @@ def test_metrics_as_slime_named_them_exactly_once(readback: tuple[str, Readback]
         assert [v for _, v in got] == pytest.approx([v for _, v in points], rel=1e-6), (name, metric)
     prefixed = [m for m in data.metrics if m.startswith(("actor/", "critic/", "rollout/rollout"))]
     assert not prefixed, f"{name}: role prefix added to slime's names: {prefixed}"
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+def test_tensorboard_hparams_compare_the_roles_in_one_column(job: Job) -> None:
+    """slime's actor and critic (lr from slime_megatron_roles.yaml) side by side under ``lr``."""
+    if "tensorboard" not in job.handle.backends:
+        pytest.skip("tensorboard is not installed here")
+    from tests.helpers.tb_events import hparams_dashboard, read_logdir
+
+    logdir = job.handle.backends["tensorboard"]["logdir"]
+    runs = read_logdir(logdir)
+    lrs = {role: runs[role].hparams["lr"] for role in ("launch", "actor", "critic", "rollout")}
+    assert lrs == pytest.approx({"launch": 1e-6, "actor": 1e-6, "critic": 1e-5, "rollout": 1e-6})
+    assert runs["critic"].hparams["kl_coef"] == 0 and runs["actor"].hparams["kl_coef"] == 0
+    assert runs["critic"].hparams["untie_embeddings_and_output_weights"] is True
+    columns = hparams_dashboard(logdir).hparams
+    assert "lr" in columns and not [c for c in columns if c.startswith(("actor/", "critic/"))]
 
 
 @pytest.mark.slow
@@ -496,9 +523,12 @@ def test_slime_switches_select_backends(use_wandb: bool, use_tensorboard: bool, 
     assert resolve_backend_names(args=args, manager=manager)[0] == ["jsonl"]
 
 
-def test_no_switch_leaves_the_embedded_default() -> None:
-    args = argparse.Namespace(use_wandb=False, use_tensorboard=False)
+def test_no_switch_selects_nothing_through_the_hook() -> None:
+    """No switch: the hook stays out of the choice (the drop-ins then track nothing, as slime:
+    tests/slime/test_options.py; a plain start_run keeps the embedded default)."""
+    args = argparse.Namespace(use_wandb=False, use_tensorboard=False, use_mlflow=False)
     assert options.host_backends(args) is None and options.host_backends(None) is None
+    assert options.host_backends(argparse.Namespace(use_mlflow=True)) == ["mlflow"]
 
 
 # -- the collector -------------------------------------------------------------------------------------

@@ -380,10 +380,6 @@ def test_apply_role_overrides_does_not_modify_its_inputs(base):
         ("megatron: {role: actor}\n", r"'megatron' must be a list of role entries, got dict"),
         ("megatron:\n  - {role: actor}\n  - critic\n", r"megatron entry 1 must be a mapping"),
         (
-            "megatron:\n  - {name: default, overrides: {lr: 1}}\n",
-            r"megatron entry 0 has no 'role'.*add role: actor or role: critic",
-        ),
-        (
             "megatron:\n  - {role: critic}\n  - {role: actor}\n  - {role: critic}\n",
             r"megatron entries 0 and 2 both have role 'critic'.*merge",
         ),
@@ -431,6 +427,38 @@ def test_entries_for_other_roles_and_unknown_fields_warn(tmp_path, base, caplog)
     assert resolved["actor"].lr == base.lr
     assert "entry 0 has role 'ref', which slime does not resolve" in caplog.text
     assert "entry 1 (role 'actor') has unknown field(s) overide" in caplog.text
+
+
+@pytest.mark.parametrize("role_line", ["", "role: null", "role: ''"])
+def test_an_entry_without_a_role_is_ignored_as_slime_ignores_it(
+    tmp_path, recorded, caplog, role_line
+):
+    """slime picks entries with ``entry.get("role") == role``: a role-less entry applies to no
+    role, so slime's own results for the fixture file (recorded) are the results for this file."""
+    extra = "{name: forgotten, overrides: {lr: 3e-4, seed: 7}" + (f", {role_line}" if role_line else "") + "}"
+    text = ROLES_YAML.read_text(encoding="utf-8") + f"  - {extra}\n"
+    path = write_yaml(tmp_path, text)
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        resolved = resolve(recorded["base"], path)
+        resolve(recorded["base"], path)  # read again (once per role in a job): no second warning
+    assert_same_namespace(resolved["actor"], recorded["actor"], "actor")
+    assert_same_namespace(resolved["critic"], recorded["critic"], "critic")
+    warnings = [r.getMessage() for r in caplog.records if "has no 'role'" in r.getMessage()]
+    assert len(warnings) == 1, warnings
+    assert str(path) in warnings[0]
+    assert "megatron entry 2 (name 'forgotten', overrides: lr, seed)" in warnings[0]
+    assert "add role: actor or role: critic" in warnings[0]
+    assert load_role_overrides(path) == {"critic": {"lr": "1e-5"}, "actor": {"lr": "1e-6"}}
+
+
+def test_a_file_with_only_role_less_entries_leaves_every_role_inherited(tmp_path, base, caplog):
+    path = write_yaml(tmp_path, "megatron:\n  - {name: a, overrides: {lr: 1}}\n  - {overrides: {seed: 2}}\n")
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        resolved = resolve(base, path)
+    assert resolved["actor"].lr == base.lr and resolved["critic"].seed == base.seed
+    assert caplog.text.count("has no 'role'") == 2
+    assert "entry 0 (name 'a', overrides: lr)" in caplog.text
+    assert "entry 1 (name None, overrides: seed)" in caplog.text
 
 
 def test_missing_pyyaml_says_how_to_install_it(tmp_path, base, monkeypatch):
@@ -495,8 +523,8 @@ def test_the_file_is_validated_before_slime_sees_it(stand_in_slime, tmp_path, ba
             raise AssertionError("slime should not be reached")
         """
     )
-    path = write_yaml(tmp_path, "megatron:\n  - {overrides: {lr: 1}}\n")
-    with pytest.raises(RoleConfigError, match="entry 0 has no 'role'"):
+    path = write_yaml(tmp_path, "megatron:\n  - {role: actor}\n  - {role: actor}\n")
+    with pytest.raises(RoleConfigError, match="entries 0 and 1 both have role 'actor'"):
         resolve_role_args(base, path)
 
 

@@ -5,12 +5,19 @@ Types matter: ``kl_coef`` 0.0 in one role and 0 in the other is equal as a numbe
 different value to the code that reads it (slime turns numeric override strings into the base
 value's type, so a type change is a bug report waiting to happen). A difference of JSON type is
 therefore reported as a *type* change, never hidden.
+
+Two kinds of difference are kept in the data but listed apart, below the real ones, and left out
+of the headline count: **per-launch values** (ports, run and job ids, pids, hosts, timestamps:
+``env/MASTER_PORT``, ``env/TORCHELASTIC_RUN_ID``, ``MASTER_ADDR``, ``*_pid``), which differ
+between any two launches or processes whatever they run, and **the same number in another
+type** (``0.0`` vs ``0``), which equal each other as numbers.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -19,7 +26,32 @@ from typing import Any
 
 from .convert import child_path, to_plain
 
-__all__ = ["Change", "ConfigDiff", "diff_configs", "diff_command", "load_config_values"]
+__all__ = [
+    "Change",
+    "ConfigDiff",
+    "diff_command",
+    "diff_configs",
+    "is_volatile",
+    "load_config_values",
+]
+
+#: The last part of a key (after ``/`` or ``.``) that names a per-launch value: a port, a run,
+#: job or pod id, a pid, a host or address, a timestamp. Matched whole or after ``_``/``-``, so
+#: ``report`` or ``transport`` are not ports.
+VOLATILE_KEY = re.compile(
+    r"(?:^|[_-])(?:port|pid|ppid|host|hostname|addr|address|ip|run_id|runid|job_id|jobid|"
+    r"pod_name|timestamp|time_stamp|start_time|started_at|created_at)$",
+    re.IGNORECASE,
+)
+
+
+def is_volatile(key: str) -> bool:
+    """Whether ``key`` names a value that differs per launch or process (see :data:`VOLATILE_KEY`)."""
+    return bool(VOLATILE_KEY.search(re.split(r"[/.]", key)[-1]))
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _kind(value: Any) -> str:
@@ -84,6 +116,29 @@ class ConfigDiff:
         """Keys whose value changed JSON type."""
         return [key for key, change in self.changed.items() if change.kind == "type"]
 
+    @property
+    def volatile(self) -> list[str]:
+        """Differing keys that name per-launch values (ports, ids, pids, hosts, timestamps)."""
+        return [key for key in self.keys if is_volatile(key)]
+
+    @property
+    def numeric_type_only(self) -> list[str]:
+        """Keys whose value is the same number in another type (``0.0`` vs ``0``), per-launch
+        keys excepted."""
+        out = []
+        for key, change in self.changed.items():
+            if change.kind == "type" and not is_volatile(key):
+                if _is_number(change.old) and _is_number(change.new) and change.old == change.new:
+                    out.append(key)
+        return out
+
+    @property
+    def real(self) -> list[str]:
+        """The differences that say the two configs run differently: every differing key but
+        the per-launch values and the numeric type-only changes."""
+        apart = {*self.volatile, *self.numeric_type_only}
+        return [key for key in self.keys if key not in apart]
+
     def as_dict(self) -> dict[str, Any]:
         """Plain JSON data, for ``--json`` output or a report."""
         return {
@@ -92,16 +147,49 @@ class ConfigDiff:
             "changed": {
                 k: {"old": c.old, "new": c.new, "kind": c.kind} for k, c in self.changed.items()
             },
+            "volatile": self.volatile,
+            "numeric_type_only": self.numeric_type_only,
         }
 
     def format_table(self, a_label: str = "a", b_label: str = "b", width: int = 48) -> str:
-        """An aligned text table, one row per differing key, and a summary line.
+        """Aligned text tables, one row per differing key: the real differences and a headline
+        that counts only them, then the per-launch values and the numeric type-only changes,
+        each under its own title.
 
         Values are shown as compact JSON, cut to ``width`` characters; a type change shows both
         types. Absent values show as ``(absent)``.
         """
-        rows: list[tuple[str, str, str, str]] = []
-        for key in self.keys:
+        if not self:
+            return f"no differences between {a_label} and {b_label}\n"
+        header = ("key", "change", a_label, b_label)
+        real, volatile, numeric = self.real, self.volatile, self.numeric_type_only
+        out: list[str] = []
+        if real:
+            out += self._table(real, header, width)
+            out.append("")
+        n_type = len([key for key in self.type_changes if key in real])
+        summary = f"{len(real)} difference(s) between {a_label} and {b_label}"
+        if n_type:
+            summary += f", {n_type} of them a type change"
+        apart = []
+        if volatile:
+            apart.append(f"{len(volatile)} per-launch value(s)")
+        if numeric:
+            apart.append(f"{len(numeric)} numeric type-only change(s)")
+        if apart:
+            summary += f" (not counted, listed below: {', '.join(apart)})"
+        out.append(summary)
+        for title, keys in (
+            ("Per-launch values (ports, run and job ids, pids, hosts, timestamps)", volatile),
+            ("The same number in another type", numeric),
+        ):
+            if keys:
+                out += ["", f"{title}: {len(keys)}", *self._table(keys, header, width)]
+        return "\n".join(out) + "\n"
+
+    def _table(self, keys: Sequence[str], header: tuple[str, ...], width: int) -> list[str]:
+        rows: list[tuple[str, ...]] = []
+        for key in keys:
             if key in self.added:
                 rows.append((key, "added", "(absent)", _cell(self.added[key], width)))
             elif key in self.removed:
@@ -113,20 +201,13 @@ class ConfigDiff:
                     old += f" ({_kind(change.old)})"
                     new += f" ({_kind(change.new)})"
                 rows.append((key, change.kind, old, new))
-        if not rows:
-            return f"no differences between {a_label} and {b_label}\n"
-        header = ("key", "change", a_label, b_label)
-        widths = [max(len(r[i]) for r in [header, *rows]) for i in range(4)]
+        widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
         lines = [
             "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(r)).rstrip()
             for r in [header, *rows]
         ]
         lines.insert(1, "  ".join("-" * w for w in widths))
-        n_type = len(self.type_changes)
-        summary = f"{len(rows)} difference(s) between {a_label} and {b_label}"
-        if n_type:
-            summary += f", {n_type} of them a type change"
-        return "\n".join([*lines, "", summary]) + "\n"
+        return lines
 
 
 def _cell(value: Any, width: int) -> str:

@@ -6,6 +6,10 @@ tracking flags are added after it.
 
 import argparse
 
+#: Set by a test to define the MLflow flags proposed in THUDM/slime#2099 / #1591 the way slime
+#: would once one is merged: after ``add_custom_arguments``, beside its W&B flags.
+PROPOSED_MLFLOW_FLAGS = False
+
 
 def reset_arg(parser, name, **kwargs):
     for action in parser._actions:
@@ -41,6 +45,11 @@ def get_slime_extra_args_provider(add_custom_arguments=None):
         parser.add_argument("--use-tensorboard", action="store_true", default=False)
         parser.add_argument("--tb-project-name", type=str, default=None)
         parser.add_argument("--tb-experiment-name", type=str, default=None)
+        if PROPOSED_MLFLOW_FLAGS:
+            parser.add_argument("--use-mlflow", action="store_true", default=False, help="slime's")
+            parser.add_argument("--mlflow-tracking-uri", type=str, default=None, help="slime's")
+            parser.add_argument("--mlflow-experiment-name", type=str, default=None, help="slime's")
+            parser.add_argument("--mlflow-run-name", type=str, default=None, help="slime's")
         parser.add_argument("--megatron-config-path", type=str, default=None)
         parser.add_argument("--lr", type=float, default=1e-6)
         return parser
@@ -58,7 +67,9 @@ def megatron_parser():
     return parser
 
 
+def build_parser(add_custom_arguments=None):
+    return get_slime_extra_args_provider(add_custom_arguments)(megatron_parser())
+
+
 def parse_args(add_custom_arguments=None, argv=None):
-    add_slime_arguments = get_slime_extra_args_provider(add_custom_arguments)
-    parser = add_slime_arguments(megatron_parser())
-    return parser.parse_args(argv)
+    return build_parser(add_custom_arguments).parse_args(argv)
