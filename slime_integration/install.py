@@ -323,11 +323,14 @@ def install(*, children: bool = True) -> None:
         os.environ.update(child_environment())
     patched = [name for name in TRACKING_MODULES if name in sys.modules]
     log.info(
-        "slime tracking goes through tracking-core: %s of %s %s; tracking options added to %s; %s",
+        "slime tracking goes through tracking-core: %s of %s %s; tracking options added to %s; "
+        "%s of %s followed by the samples logger (--tracking-log-samples); %s",
         "/".join(DROP_INS),
         " or ".join(TRACKING_MODULES),
         f"replaced now in {', '.join(patched)}" if patched else "replaced when slime imports it",
         ARGUMENTS_MODULE,
+        "/".join(ROLLOUT_LOGGERS),
+        ROLLOUT_METRICS_MODULE,
         f"child processes follow ({ENV_VAR}=1, {BOOTSTRAP_DIR} first on PYTHONPATH)"
         if children
         else "this process only (children=False)",

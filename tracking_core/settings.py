@@ -26,6 +26,8 @@ SECRET_KEYS = "TRACKING_CORE_SECRET_KEYS"
 ALLOW_KEYS = "TRACKING_CORE_ALLOW_KEYS"
 SLIME = "TRACKING_CORE_SLIME"
 REDACT_TEXT = "TRACKING_CORE_REDACT_TEXT"
+VERL = "TRACKING_CORE_VERL"
+CONSOLE_INTERVAL = "TRACKING_CORE_CONSOLE_INTERVAL"
 
 #: name -> what it does, for the README's table and ``tracking-core --help``.
 ALL = {
@@ -43,6 +45,8 @@ ALL = {
     SECRET_KEYS: "extra key names to treat as secrets",
     ALLOW_KEYS: "key names never to treat as secrets",
     REDACT_TEXT: "0: do not redact secret-shaped strings in table cells and texts (default 1)",
+    VERL: "1: route verl's Tracking through tracking-core in every process (set by verl_integration.install)",
+    CONSOLE_INTERVAL: "seconds between the console backend's views (like --console-interval; default 5)",
     SLIME: "1: put the slime drop-ins in place in every process (set by slime_integration.install)",
 }
 

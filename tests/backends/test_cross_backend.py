@@ -98,11 +98,12 @@ def test_two_roles_same_keys_and_values_in_all_five(run_all_five: tuple[Any, Pat
         assert close(wb_config[key], value), (key, wb_config[key], value)
         role, _, bare = key.rpartition("/")
         hparams = tb[role or "launch"].hparams
-        # hparams keep the flat key (the dashboard shows every role's columns side by side)
+        # hparams drop the role's prefix: the role is the TensorBoard run, and one column
+        # (``lr``) then holds the launch, actor and critic values side by side
         if isinstance(value, (int, float, str)):
-            assert close(hparams[key], value), (key, hparams[key], value)
+            assert close(hparams[bare], value), (key, hparams[bare], value)
         else:  # lists and None are no TensorBoard hparams; the full config is in the text
-            assert key not in hparams
+            assert bare not in hparams
         text = "\n".join(t for ts in tb[role or "launch"].text.values() for t in ts)
         assert bare in text
         assert close(swan["primary"].config[key], "null" if value is None else value), key

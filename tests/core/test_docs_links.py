@@ -9,8 +9,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-#: Tracker sections being written alongside: a link to them is checked once they exist.
-WRITTEN_ALONGSIDE = {"docs/trackers.md#swanlab", "docs/trackers.md#trackio", "docs/trackers.md#console"}
 
 
 def _slug(heading: str) -> str:
@@ -37,12 +35,8 @@ def test_links_resolve(page: Path) -> None:
             continue
         target, _, anchor = link.partition("#")
         path = (page.parent / target).resolve() if target else page
-        key = str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
         if not path.exists():
-            if key not in WRITTEN_ALONGSIDE:
-                broken.append(link)
-            continue
-        if anchor and path.suffix == ".md" and anchor not in _anchors(path):
-            if f"{key}#{anchor}" not in WRITTEN_ALONGSIDE:
-                broken.append(link)
+            broken.append(link)
+        elif anchor and path.suffix == ".md" and anchor not in _anchors(path):
+            broken.append(link)
     assert not broken, f"{page.relative_to(ROOT)} links to what does not exist: {broken}"

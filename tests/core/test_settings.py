@@ -13,7 +13,7 @@ NAME = re.compile(r"TRACKING_CORE_[A-Z_]+[A-Z]")
 
 def test_every_variable_is_named_in_settings_and_documented() -> None:
     used: set[str] = set()
-    for folder in ("tracking_core", "plugins", "slime_integration"):
+    for folder in ("tracking_core", "plugins", "slime_integration", "verl_integration"):
         for path in (ROOT / folder).rglob("*.py"):
             used |= set(NAME.findall(path.read_text()))
     assert used <= set(settings.ALL), sorted(used - set(settings.ALL))

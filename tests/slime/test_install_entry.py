@@ -57,7 +57,8 @@ def test_install_works_however_reached(way: str) -> None:
     line = lines[0]
     # says what was installed and where it reaches
     for part in ("init_tracking/log/finish_tracking", "slime.observability.logging_utils",
-                 "slime.utils.arguments", "child processes follow", "TRACKING_CORE_SLIME=1"):  # fmt: skip
+                 "slime.utils.arguments", "log_rollout_data/log_eval_rollout_data of slime.observability.rollout_metrics",
+                 "child processes follow", "TRACKING_CORE_SLIME=1"):  # fmt: skip
         assert part in line, line
 
 
