@@ -429,6 +429,11 @@ class Run:
         if self.primary:
             from .delivery.sync import await_peers
 
+            if self._delivery is not None:
+                # The run open in every backend that can be reached first: the other writers'
+                # leftovers are replayed into it (a peer that finished before the run was open
+                # somewhere left its records for that backend in its journal).
+                self._delivery.drain(self._intake.pump(), min(PEER_TIMEOUT, timeout / 2))
             await_peers(self.handle.tracking_dir, self.run_id, self.journal, time.monotonic() + min(PEER_TIMEOUT, timeout / 2))
         end_n = self._intake.end(status.value, max(0.0, (deadline - time.monotonic()) / 2))
         report: dict[str, Any] = {}

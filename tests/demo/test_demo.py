@@ -71,7 +71,9 @@ def test_demo_logs_both_roles_to_all_three(tmp_path: Path) -> None:
     assert {"launch", "actor", "critic"} <= set(tb)
     for role, tag in (("actor", "train/pg_loss"), ("actor", "rollout/reward_mean"), ("critic", "train/value_loss")):
         assert [s for s, _ in tb[role].scalars[tag]] == list(range(STEPS)), (role, tag)
-    assert tb["critic"].hparams["critic/lr"] == pytest.approx(0.01)
+    # each role's HParams session uses the unprefixed key: one `lr` column, a row per role
+    assert tb["critic"].hparams["lr"] == pytest.approx(0.01)
+    assert tb["actor"].hparams["lr"] == pytest.approx(0.003)
 
     wb = read_job(out_dir, wandb_run_id)
     config = merged_config(wb)

@@ -67,6 +67,10 @@ def test_printed_commands_run_as_printed(tmp_path: Path) -> None:
     assert shown.returncode == 0, shown.stderr
     assert "[mlflow] run " in shown.stdout and "FINISHED" in shown.stdout
     assert "actor: train/pg_loss = " in shown.stdout
+    # W&B offline, read with wandb's own reader: every writer's directory, their summaries
+    wandb_part = shown.stdout.split("\n[wandb] ", 1)[1].split("\n[", 1)[0]
+    assert re.match(r"offline run \S+ under \S+/wandb  finished\n  [3-9] offline run directories", wandb_part), wandb_part
+    assert "    actor/train/pg_loss = " in wandb_part and "    critic/train/value_loss = " in wandb_part
     for tool in ("mlflow", "tensorboard"):
         assert run(commands[tool], "--help").returncode == 0, commands[tool]
 

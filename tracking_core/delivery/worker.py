@@ -17,6 +17,7 @@ When nothing gets through, the backend is down, not the data: the records wait.
 
 from __future__ import annotations
 
+import importlib
 import logging
 import threading
 import time
@@ -74,6 +75,8 @@ def _values(batch: list[dict[str, Any]]) -> int:
     return sum(len(e["m"]) if e["t"] == "row" else 1 if e["t"] in kinds.HOOKS else 0 for e in batch)
 
 
+_IMPORT_LOCK = threading.Lock()
+
 #: A rich record the backend has no hook for (nor a fallback): set aside, counted.
 _UNSUPPORTED = object()
 
@@ -122,7 +125,13 @@ class BackendSlot:
         self._pm: pluggy.PluginManager | None = None
 
     def _build(self) -> pluggy.PluginManager:
-        instance = self.spec.resolve_factory()(self.context)
+        # The trackers' libraries are imported one at a time in a process: each backend's
+        # worker builds on its own thread, and two libraries importing the same heavy
+        # dependency (torch) from two threads at once can leave it half initialised.
+        with _IMPORT_LOCK:
+            for module in self.spec.requires:
+                importlib.import_module(module)
+            instance = self.spec.resolve_factory()(self.context)
         name = self.spec.name
         n = 1
         while self.manager.pm.get_plugin(name) is not None or name in self.manager.plugins:
