@@ -281,6 +281,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TrackingError as exc:  # a mistake the user can fix: one line, no traceback
         print(f"tracking-core {ns.command}: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `tracking-core show RUN | head`: the reader has what it wanted
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # no second error when Python flushes at exit
+        return 141
 
 
 if __name__ == "__main__":  # pragma: no cover

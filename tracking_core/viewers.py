@@ -85,9 +85,32 @@ def where_to_look(handle: RunHandle) -> list[str]:
                 lines.append(f"W&B run {entry.get('id')} in project {entry.get('project')}")
         elif name == "jsonl":
             lines.append(f"jsonl: {entry.get('dir')}")
+        elif name == "swanlab":
+            lines += _swanlab_lines(entry)
+        elif name == "trackio":
+            from tracking_trackio.options import show_command
+
+            lines.append(f"trackio project {entry.get('project')}: {show_command(entry)}")
+        elif name == "console":
+            continue  # its lines were on the terminal
         else:
             lines.append(f"{name}: {dict(entry)}")
     return lines
+
+
+def _swanlab_lines(entry: Mapping[str, Any]) -> list[str]:
+    mode, log_dir = entry.get("mode"), entry.get("log_dir")
+    if mode == "online":
+        return [f"SwanLab experiment {entry.get('id')}: {entry.get('url') or entry.get('project')}"]
+    if mode == "local":
+        return [f"SwanLab (local): {runnable('swanlab')} watch {log_dir}   (needs swanlab[dashboard])"]
+    # Offline: one directory per writer, uploaded into one experiment (the plugin's rule).
+    from tracking_swanlab.options import sync_commands
+
+    commands = sync_commands(str(log_dir), str(entry.get("id"))) if log_dir else []
+    head = f"SwanLab offline run {entry.get('id')} in {log_dir}: upload it with"
+    tool = runnable("swanlab")
+    return [head] + [f"  {tool}{c[len('swanlab'):]}" for c in commands]
 
 
 def _mlflow_run_url(base: str, entry: Mapping[str, Any]) -> str:

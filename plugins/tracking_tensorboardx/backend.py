@@ -168,10 +168,13 @@ class TensorBoardBackend:
         where = target if target and target.get("logdir") else run_target(run)
         self.logdir = Path(str(where["logdir"]))
         self.logdir.mkdir(parents=True, exist_ok=True)
+        from tracking_core.viewers import runnable
+
         log.info(
-            "TensorBoard: run %s writes to %s (tensorboard --logdir %s)",
+            "TensorBoard: run %s writes to %s (%s --logdir %s)",
             run.run_id,
             self.logdir,
+            runnable("tensorboard"),
             self.logdir,
         )
         return {"logdir": str(self.logdir)}

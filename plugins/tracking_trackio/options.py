@@ -86,7 +86,9 @@ def target(run: RunContext) -> dict[str, Any]:
 
 def show_command(entry: Mapping[str, Any]) -> str:
     """The command that opens trackio's dashboard on the run's project."""
-    return f"TRACKIO_DIR={entry['dir']} trackio show --project {entry['project']}"
+    from tracking_core.viewers import runnable
+
+    return f"TRACKIO_DIR={entry['dir']} {runnable('trackio')} show --project {entry['project']}"
 
 
 def reserved_env() -> dict[str, str]:

@@ -169,6 +169,10 @@ def run_demo(args: argparse.Namespace) -> int:
     for line in where_to_look(run.handle):
         print(f"  {line}")
     print(f"  configs (JSON): {run.handle.run_dir / 'config'}")
+    print(
+        "  samples and rewards: the table actor/rollout/samples (context, action, reward) and "
+        "the histogram actor/rollout/reward at every rollout/step, in each tracker above"
+    )
     if not failed:
         from tracking_core.config import diff_command
 

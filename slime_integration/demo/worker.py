@@ -116,6 +116,18 @@ def main(argv: list[str] | None = None) -> int:
                 step=step,
                 step_key="rollout/step",
             )
+            # What the policy did (this rank's shard): a few samples and the reward distribution.
+            samples = [
+                {
+                    "context": " ".join(f"{c:+.2f}" for c in batch["x"][i].tolist()),
+                    "action": int(batch["a"][i]),
+                    "reward": round(float(batch["r"][i]), 4),
+                    "optimal": bool(batch["optimal"][i]),
+                }
+                for i in range(min(8, len(batch["a"])))
+            ]
+            run.log_table("rollout/samples", samples, step=step, step_key="rollout/step")
+            run.log_histogram("rollout/reward", batch["r"], step=step, step_key="rollout/step")
             box = [_wait_for(opts.exchange / f"values-{step}.pt", abort, opts.timeout) if rank == 0 else None]
             dist.broadcast_object_list(box, src=0)
             values = box[0][dp_rank * shard : (dp_rank + 1) * shard]

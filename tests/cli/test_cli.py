@@ -105,3 +105,20 @@ def test_a_misspelled_option_shows_the_subcommands_usage(capsys: pytest.CaptureF
     assert exited.value.code == 2
     err = capsys.readouterr().err
     assert err.startswith("usage: tracking-core sync") and "unrecognized arguments: --quite" in err
+
+
+def test_a_closed_pipe_is_no_traceback() -> None:
+    """`tracking-core plugins | head -1`: the reader goes away; the command ends quietly."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tracking_core.cli", "plugins"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # nobody reads what it prints
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 141, err
+    assert "Traceback" not in err and "BrokenPipe" not in err, err

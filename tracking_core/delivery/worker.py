@@ -17,7 +17,6 @@ When nothing gets through, the backend is down, not the data: the records wait.
 
 from __future__ import annotations
 
-import importlib
 import logging
 import threading
 import time
@@ -75,7 +74,10 @@ def _values(batch: list[dict[str, Any]]) -> int:
     return sum(len(e["m"]) if e["t"] == "row" else 1 if e["t"] in kinds.HOOKS else 0 for e in batch)
 
 
-_IMPORT_LOCK = threading.Lock()
+#: Held by a backend's first call in this process (see ``BackendSlot.call``), and how long
+#: another backend's first call waits for it at most.
+_FIRST_CALL = threading.Lock()
+FIRST_CALL_WAIT = 30.0
 
 #: A rich record the backend has no hook for (nor a fallback): set aside, counted.
 _UNSUPPORTED = object()
@@ -125,13 +127,7 @@ class BackendSlot:
         self._pm: pluggy.PluginManager | None = None
 
     def _build(self) -> pluggy.PluginManager:
-        # The trackers' libraries are imported one at a time in a process: each backend's
-        # worker builds on its own thread, and two libraries importing the same heavy
-        # dependency (torch) from two threads at once can leave it half initialised.
-        with _IMPORT_LOCK:
-            for module in self.spec.requires:
-                importlib.import_module(module)
-            instance = self.spec.resolve_factory()(self.context)
+        instance = self.spec.resolve_factory()(self.context)
         name = self.spec.name
         n = 1
         while self.manager.pm.get_plugin(name) is not None or name in self.manager.plugins:
@@ -154,10 +150,25 @@ class BackendSlot:
         return pm
 
     def call(self, hook: str, **kwargs: Any) -> Any:
-        """Call this backend's ``hook`` with every argument of its spec; the first result."""
-        pm = self._pm or self._build()
-        caller = getattr(pm.hook, hook)
-        result = caller(**kwargs)
+        """Call this backend's ``hook`` with every argument of its spec; the first result.
+
+        The first call of each backend in a process (where its tracker library is imported,
+        usually in ``open_run``) waits for the first calls of the others, up to
+        :data:`FIRST_CALL_WAIT`: every backend's worker runs on its own thread, and two
+        libraries importing the same heavy dependency (torch) from two threads at once can
+        leave it half initialised."""
+        if self._pm is not None:
+            return self._first(getattr(self._pm.hook, hook)(**kwargs))
+        locked = _FIRST_CALL.acquire(timeout=FIRST_CALL_WAIT)
+        try:
+            pm = self._pm or self._build()
+            return self._first(getattr(pm.hook, hook)(**kwargs))
+        finally:
+            if locked:
+                _FIRST_CALL.release()
+
+    @staticmethod
+    def _first(result: Any) -> Any:
         if isinstance(result, list):  # not a firstresult hook
             return result[0] if result else None
         return result
