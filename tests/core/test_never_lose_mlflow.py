@@ -90,7 +90,9 @@ def test_server_killed_and_restarted_mid_run_every_step_once(
     server.start()
     _out, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, err[-3000:]
-    assert "failed in log_metrics" in err  # the outage was noticed ...
+    # The outage was noticed (in log_metrics; or in open_run, on a machine so slow that the
+    # run was not open yet when the server went down) ...
+    assert "failed in log_metrics" in err or "failed in open_run" in err, err[-3000:]
     mlrun = _mlflow_run(server.uri)
     for key in KEYS:  # ... and every step of every metric is there exactly once
         history = _history(server.uri, mlrun.info.run_id, key)

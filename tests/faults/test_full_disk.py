@@ -86,7 +86,9 @@ def test_a_disk_that_fills_during_the_run(faults: Faults, tmp_path: Path, tmpfs,
     summary = _assert_promise(faults, td, job)
     assert summary["not_journaled"] > 0
     named = job.warnings_mentioning(str(td))
-    assert len(named) == 1, job.warnings
+    # Full; and perhaps writable again once delivered segments are deleted (on a slow machine
+    # the journal is longest when the disk fills, and its collection frees the most).
+    assert 1 <= len(named) <= 2, job.warnings
     assert journal_files(td) == []
 
 
