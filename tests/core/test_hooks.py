@@ -13,7 +13,13 @@ import pytest
 
 import tracking_core
 from tracking_core.plugins import get_plugin_manager
-from tracking_core.records import ArtifactRecord, HistogramRecord, RunStatus, TableRecord, TextRecord
+from tracking_core.records import (
+    ArtifactRecord,
+    HistogramRecord,
+    RunStatus,
+    TableRecord,
+    TextRecord,
+)
 
 
 class Recorder:
