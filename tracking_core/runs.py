@@ -429,12 +429,14 @@ class Run:
         if self.primary:
             from .delivery.sync import await_peers
 
+            # At most half the timeout for the peers, the rest for this writer's own delivery.
+            peers_until = time.monotonic() + min(PEER_TIMEOUT, timeout / 2)
             if self._delivery is not None:
                 # The run open in every backend that can be reached first: the other writers'
                 # leftovers are replayed into it (a peer that finished before the run was open
                 # somewhere left its records for that backend in its journal).
-                self._delivery.drain(self._intake.pump(), min(PEER_TIMEOUT, timeout / 2))
-            await_peers(self.handle.tracking_dir, self.run_id, self.journal, time.monotonic() + min(PEER_TIMEOUT, timeout / 2))
+                self._delivery.drain(self._intake.pump(), max(0.0, peers_until - time.monotonic()))
+            await_peers(self.handle.tracking_dir, self.run_id, self.journal, peers_until)
         end_n = self._intake.end(status.value, max(0.0, (deadline - time.monotonic()) / 2))
         report: dict[str, Any] = {}
         if self._delivery is not None:
