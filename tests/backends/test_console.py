@@ -81,14 +81,16 @@ def test_rate_limited_and_ends_with_the_summary(tmp_path: Path) -> None:
         backend.log_metrics(records(step))
         step += 1
         time.sleep(0.01)
+    elapsed = time.monotonic() - start
     backend.close_run(status=RunStatus.FINISHED, run=backend.context)
     os.close(w)
     reader.join(5)
     os.close(r)
     lines = b"".join(chunks).decode().splitlines()
     views = [line for line in lines if line.startswith("[tracking-core] job-1 ")]
-    assert step > 100
-    assert 3 <= len(views) <= 7, views  # one per interval at most, not one per call
+    assert step >= 30  # even on a busy machine
+    # One per interval at most (plus the first), not one per call.
+    assert 1 <= len(views) <= elapsed / interval + 2 and len(views) < step / 5, (len(views), step, elapsed)
     assert "detached" in lines[-2] and lines[-1].startswith("[tracking-core]   last: actor")
     assert f"train/step={step - 1} " in lines[-1] and f"{2 * step} values" in lines[-1]
 
