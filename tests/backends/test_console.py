@@ -91,8 +91,11 @@ def test_rate_limited_and_ends_with_the_summary(tmp_path: Path) -> None:
     assert step >= 30  # even on a busy machine
     # One per interval at most (plus the first), not one per call.
     assert 1 <= len(views) <= elapsed / interval + 2 and len(views) < step / 5, (len(views), step, elapsed)
-    assert "detached" in lines[-2] and lines[-1].startswith("[tracking-core]   last: actor")
-    assert f"train/step={step - 1} " in lines[-1] and f"{2 * step} values" in lines[-1]
+    # The summary ends the output: the detach line, then the last values.
+    detached = max(i for i, line in enumerate(lines) if "detached" in line)
+    last = [line for line in lines[detached + 1 :] if line.startswith("[tracking-core]   last: actor")]
+    assert last, lines[-4:]
+    assert f"train/step={step - 1} " in last[0] and f"{2 * step} values" in last[0]
 
 
 def test_blocked_stderr_blocks_neither_log_metrics_nor_finish(tmp_path: Path) -> None:

@@ -74,10 +74,6 @@ def _values(batch: list[dict[str, Any]]) -> int:
     return sum(len(e["m"]) if e["t"] == "row" else 1 if e["t"] in kinds.HOOKS else 0 for e in batch)
 
 
-#: Held by a backend's first call in this process (see ``BackendSlot.call``), and how long
-#: another backend's first call waits for it at most.
-_FIRST_CALL = threading.Lock()
-FIRST_CALL_WAIT = 30.0
 
 #: A rich record the backend has no hook for (nor a fallback): set aside, counted.
 _UNSUPPORTED = object()
@@ -150,22 +146,9 @@ class BackendSlot:
         return pm
 
     def call(self, hook: str, **kwargs: Any) -> Any:
-        """Call this backend's ``hook`` with every argument of its spec; the first result.
-
-        The first call of each backend in a process (where its tracker library is imported,
-        usually in ``open_run``) waits for the first calls of the others, up to
-        :data:`FIRST_CALL_WAIT`: every backend's worker runs on its own thread, and two
-        libraries importing the same heavy dependency (torch) from two threads at once can
-        leave it half initialised."""
-        if self._pm is not None:
-            return self._first(getattr(self._pm.hook, hook)(**kwargs))
-        locked = _FIRST_CALL.acquire(timeout=FIRST_CALL_WAIT)
-        try:
-            pm = self._pm or self._build()
-            return self._first(getattr(pm.hook, hook)(**kwargs))
-        finally:
-            if locked:
-                _FIRST_CALL.release()
+        """Call this backend's ``hook`` with every argument of its spec; the first result."""
+        pm = self._pm or self._build()
+        return self._first(getattr(pm.hook, hook)(**kwargs))
 
     @staticmethod
     def _first(result: Any) -> Any:
