@@ -21,8 +21,32 @@ class RunStatus(str, enum.Enum):
     KILLED = "KILLED"
 
 
+class _Keyed:
+    """``name``: the key with the role prefix (what backends without a native place for the
+    role show)."""
+
+    __slots__ = ()
+    key: str
+    prefix: str
+
+    @property
+    def name(self) -> str:
+        return self.prefix + self.key
+
+
+class _OnAxis(_Keyed):
+    """``axis``: the flat name of the step axis, prefixed like the key."""
+
+    __slots__ = ()
+    step_key: str | None
+
+    @property
+    def axis(self) -> str | None:
+        return None if self.step_key is None else self.prefix + self.step_key
+
+
 @dataclass(frozen=True, slots=True)
-class MetricRecord:
+class MetricRecord(_OnAxis):
     """One metric value, as logged.
 
     ``key`` is the name the caller logged (``train/pg_loss``); ``prefix`` is what the key
@@ -42,14 +66,6 @@ class MetricRecord:
     prefix: str = ""
     step_key: str | None = None
 
-    @property
-    def name(self) -> str:
-        return self.prefix + self.key
-
-    @property
-    def axis(self) -> str | None:
-        """The flat name of the step axis, prefixed like the metric."""
-        return None if self.step_key is None else self.prefix + self.step_key
 
 
 @dataclass(frozen=True)
@@ -78,7 +94,7 @@ Cell = str | int | float | bool | None
 
 
 @dataclass(frozen=True, slots=True)
-class TableRecord:
+class TableRecord(_OnAxis):
     """A table logged at a step: rows of cells under named columns (rollout samples).
 
     ``rows`` are tuples in ``columns`` order, strings already redacted. ``key``, ``prefix``,
@@ -96,20 +112,13 @@ class TableRecord:
     prefix: str = ""
     step_key: str | None = None
 
-    @property
-    def name(self) -> str:
-        return self.prefix + self.key
-
-    @property
-    def axis(self) -> str | None:
-        return None if self.step_key is None else self.prefix + self.step_key
 
     def as_dicts(self) -> list[dict[str, Cell]]:
         return [dict(zip(self.columns, row, strict=False)) for row in self.rows]
 
 
 @dataclass(frozen=True, slots=True)
-class HistogramRecord:
+class HistogramRecord(_OnAxis):
     """A distribution logged at a step, as bins: ``counts[i]`` values fell in
     ``[edges[i], edges[i + 1])`` (the last bin includes its right edge), with the exact summary
     of the values (``count``, ``min``, ``max``, ``sum``, ``sum_squares`` and ``percentiles``
@@ -132,13 +141,6 @@ class HistogramRecord:
     step_key: str | None = None
     non_finite: int = 0
 
-    @property
-    def name(self) -> str:
-        return self.prefix + self.key
-
-    @property
-    def axis(self) -> str | None:
-        return None if self.step_key is None else self.prefix + self.step_key
 
     @property
     def mean(self) -> float:
@@ -153,7 +155,7 @@ class HistogramRecord:
 
 
 @dataclass(frozen=True, slots=True)
-class TextRecord:
+class TextRecord(_OnAxis):
     """A text logged at a step (already redacted)."""
 
     key: str
@@ -165,17 +167,10 @@ class TextRecord:
     prefix: str = ""
     step_key: str | None = None
 
-    @property
-    def name(self) -> str:
-        return self.prefix + self.key
-
-    @property
-    def axis(self) -> str | None:
-        return None if self.step_key is None else self.prefix + self.step_key
 
 
 @dataclass(frozen=True, slots=True)
-class ArtifactRecord:
+class ArtifactRecord(_Keyed):
     """A file or a directory (a checkpoint, a samples dump, a plot), as it was when logged.
 
     ``path`` is where to read it: the snapshot taken when it was logged (``snapshot`` True), or,
@@ -198,9 +193,6 @@ class ArtifactRecord:
     prefix: str = ""
     snapshot: bool = True
 
-    @property
-    def name(self) -> str:
-        return self.prefix + self.key
 
     def sha256(self) -> str:
         """The SHA-256 of the file, or of a directory's ``relative path NUL file sha256``

@@ -339,24 +339,29 @@ class WandbBackend:
             shared.run.config.update(merged, allow_val_change=True)
 
     # -- metrics -------------------------------------------------------------------------------
+    def define_axes(self, run: Any, rows: Sequence[Any]) -> None:
+        """Define the step axes and metric -> axis pairs that ``rows`` use for the first time
+        (call it under the shared lock); a definition that fails is forgotten, so that the
+        retry of the same records defines it again."""
+        axes, pairs = new_definitions(rows, self._axes, self._metric_axis)
+        try:
+            for axis in axes:
+                run.define_metric(axis)
+            for name, axis in pairs:
+                run.define_metric(name, step_metric=axis)
+        except Exception:
+            for axis in axes:
+                self._axes.discard(axis)
+            for name, _ in pairs:
+                self._metric_axis.pop(name, None)
+            raise
+
     @hookimpl
     def log_metrics(self, records: Sequence[MetricRecord]) -> None:
         shared = self._require()
         rows = metric_rows(records)
         with shared.lock:
-            axes, pairs = new_definitions(rows, self._axes, self._metric_axis)
-            try:
-                for axis in axes:
-                    shared.run.define_metric(axis)
-                for name, axis in pairs:
-                    shared.run.define_metric(name, step_metric=axis)
-            except Exception:
-                # Defined again with the next batch (the retry of this one).
-                for axis in axes:
-                    self._axes.discard(axis)
-                for name, _ in pairs:
-                    self._metric_axis.pop(name, None)
-                raise
+            self.define_axes(shared.run, rows)
             # W&B cannot log a batch atomically: remember how far a failing batch got, so that
             # its retry (the same records) does not log the first rows twice.
             batch = (records[0].seq, records[-1].seq, len(records)) if records else None

@@ -42,7 +42,7 @@ import wandb
 
 from tracking_core.records import ArtifactRecord, HistogramRecord, TableRecord, TextRecord
 
-from .rows import DEFAULT_AXIS, TIMESTAMP_KEY, Row, new_definitions
+from .rows import DEFAULT_AXIS, TIMESTAMP_KEY, Row
 
 if TYPE_CHECKING:
     from .backend import WandbBackend, _SharedRun
@@ -235,18 +235,7 @@ def log_media(
     if axis is not None and step is not None:
         data[axis] = step
     with shared.lock:
-        axes, pairs = new_definitions([row], backend._axes, backend._metric_axis)
-        try:
-            for name in axes:
-                shared.run.define_metric(name)
-            for name, on in pairs:
-                shared.run.define_metric(name, step_metric=on)
-        except Exception:
-            for name in axes:
-                backend._axes.discard(name)
-            for name, _ in pairs:
-                backend._metric_axis.pop(name, None)
-            raise
+        backend.define_axes(shared.run, [row])
         shared.run.log(data)
 
 
