@@ -384,7 +384,8 @@ class Run:
     # -- lifecycle -----------------------------------------------------------------------------
     def flush(self, timeout: float | None = DEFAULT_FINISH_TIMEOUT) -> bool:
         """Deliver what was logged so far to every backend; True if all of it arrived in time
-        (False at once for a backend that is down)."""
+        (False at once for a backend that is down). A secondary waits, up to ``timeout``, for
+        the primary to open the run in each backend: until then its records have nowhere to go."""
         if not self._usable("flush") or self._delivery is None:
             return self._delivery is None and self._state is None
         started = time.monotonic()

@@ -151,3 +151,33 @@ def test_a_tracker_that_is_down_never_holds_up_start_or_finish(
     assert sorted(c["namespace"] for c in faults.events("config")) == ["actor", "launch"]
     assert [c["status"] for c in faults.events("close") if c["primary"]] == ["FINISHED"]
     assert journal_files(td) == []
+
+
+SLOW_OPEN_JOB = """
+import sys, tracking_core
+run = tracking_core.start_run(backends=["faulty", "steady"], tracking_dir=sys.argv[1])
+actor = tracking_core.attach(role="actor", writer=True, collect=False)
+for step in range(5):
+    actor.log_metrics({"loss": step / 10}, step=step)
+t0 = _time.monotonic()
+flushed = actor.flush(timeout=60)
+seen = [_json.loads(line) for line in open(_os.environ["FAULT_OUT"])]
+report(flushed=flushed, took=_time.monotonic() - t0,
+       delivered=sorted((c["b"], c["step"]) for c in seen if c["ev"] == "metric"))
+run.finish(timeout=20)
+"""
+
+
+@pytest.mark.slow
+def test_a_writers_flush_waits_for_a_primary_that_is_slow_to_open(faults: Faults, tmp_path: Path, jobs) -> None:
+    """A writer's records have nowhere to go until the primary has opened the run: its flush
+    waits for that open (up to the timeout) rather than giving up after a few seconds, as it
+    did when the primary's first tracker call was slow (a cold import on a busy machine)."""
+    td = tmp_path / "td"
+    job = jobs(SLOW_OPEN_JOB, faults.env(FAULT_SLOW_CONNECT="5"), args=[td]).wait(120)
+    result = job.result
+    assert result["flushed"] is True, result
+    assert 5 <= result["took"] < 60, result  # the primary's open alone takes 5 s
+    # What the flush said had arrived had arrived, in both trackers.
+    assert result["delivered"] == [[b, s] for b in ("faulty", "steady") for s in range(5)], result
+    assert faults.metrics("faulty") == once(["actor/loss"], range(5))

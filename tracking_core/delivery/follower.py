@@ -124,13 +124,15 @@ class Follower:
             worker.wake()
 
     # -- waiting ------------------------------------------------------------------------------
-    def drain(self, target_n: int, timeout: float | None) -> bool:
+    def drain(self, target_n: int, timeout: float | None, *, wait_for_open: bool = True) -> bool:
         """Wait until every backend has done every record up to ``target_n`` (False when
-        ``timeout`` runs out, or a backend is down: see ``BackendWorker.drain``)."""
+        ``timeout`` runs out, or a backend is down: see ``BackendWorker.drain``). A flush waits
+        for the primary to open the run (``wait_for_open``); a finish hands what is left then
+        to the primary's journal replay instead."""
         deadline = None if timeout is None else time.monotonic() + timeout
         ok = True
         for worker in self.workers.values():
-            ok = worker.drain(target_n, deadline) and ok
+            ok = worker.drain(target_n, deadline, wait_for_open=wait_for_open) and ok
         return ok
 
     def replay_end(self, status: str = "KILLED") -> int:
@@ -152,7 +154,7 @@ class Follower:
         if self.finished is not None:
             return self.finished
         self.end_n = end_n
-        self.drain(end_n, timeout)
+        self.drain(end_n, timeout, wait_for_open=False)
         self._stop.set()
         self.acks.save()
         report = self.report()

@@ -250,9 +250,11 @@ class BackendWorker:
             self._thread.join(timeout)
 
     # -- waiting for it ---------------------------------------------------------------------
-    def drain(self, target_n: int, deadline: float | None) -> bool:
+    def drain(self, target_n: int, deadline: float | None, *, wait_for_open: bool = False) -> bool:
         """Wait until every record up to ``target_n`` is done; False at ``deadline``, or as soon
-        as the backend is down (its circuit open) and one more probe since this call failed."""
+        as the backend is down (its circuit open) and one more probe since this call failed.
+        While the primary has not opened the run here yet, a drain gives it a little patience,
+        or (``wait_for_open``: a flush, whose records have nowhere else to go) up to ``deadline``."""
         with self._progress:
             self._urgent += 1
             probe_mark = self.attempts
@@ -263,7 +265,7 @@ class BackendWorker:
                 while self.progress.n < target_n or self._retrying_owed():
                     if self._stop.is_set() and not self._thread.is_alive():
                         return False
-                    if self._gave_up(probe_mark):
+                    if self._gave_up(probe_mark, wait_for_open):
                         return False  # down (or not open yet), and probed once since
                     remaining = None if deadline is None else deadline - time.monotonic()
                     if remaining is not None and remaining <= 0:
@@ -278,10 +280,11 @@ class BackendWorker:
         """Whether a config owed from an earlier delivery is still to be offered again."""
         return bool(self._owed_unseen or self._owed_retrying)
 
-    def _gave_up(self, probe_mark: int) -> bool:
+    def _gave_up(self, probe_mark: int, wait_for_open: bool) -> bool:
         """Whether a drain stops waiting: the tracker is down (its circuit open, or it cannot
         be opened) and was probed once since the drain began. Waiting for the primary to open
-        the run is given a little patience first: the primary may just be slower."""
+        the run is given a little patience first (the primary may just be slower), or, with
+        ``wait_for_open``, as long as the drain's deadline allows."""
         if self.attempts <= probe_mark or self._isolating:
             return False
         if self.circuit_open:
@@ -289,7 +292,9 @@ class BackendWorker:
         if self.ready:
             return False
         waiting = self._waiting_since
-        return waiting is None or time.monotonic() - waiting >= NOT_OPEN_PATIENCE
+        if waiting is None:
+            return True
+        return not wait_for_open and time.monotonic() - waiting >= NOT_OPEN_PATIENCE
 
     # -- the thread -------------------------------------------------------------------------
     def _run(self) -> None:
