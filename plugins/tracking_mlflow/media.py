@@ -165,6 +165,9 @@ class MlflowMedia:
     def __init__(self, backend: MlflowBackend) -> None:
         self.backend = backend
         self._warned: set[tuple[str, str]] = set()
+        # The run's tags as this writer last read them and then changed them itself: read once
+        # per run for the artifacts' tags rather than before every artifact (a request each).
+        self._tags: tuple[str, dict[str, str]] | None = None
 
     def _warn_once(self, kind: str, key: str, message: str, *args: Any) -> None:
         if (kind, key) not in self._warned:
@@ -313,11 +316,28 @@ class MlflowMedia:
         keys = ("name", "role", "timestamp", "seq")
         return isinstance(doc, dict) and all(doc.get(k) == identity[k] for k in keys)
 
+    def _run_tags(self, client: MlflowClient, run_id: str) -> dict[str, str]:
+        if self._tags is None or self._tags[0] != run_id:
+            self._tags = (run_id, dict(self._call(client.get_run, run_id).data.tags))
+        return self._tags[1]
+
     def log_artifact(self, record: ArtifactRecord) -> None:
         client, run_id = self.backend._need_run()
+        try:
+            self._log_artifact(client, run_id, record)
+        except BaseException:
+            self._tags = None  # read them again: the call may have got further than we know
+            raise
+
+    def _log_artifact(self, client: MlflowClient, run_id: str, record: ArtifactRecord) -> None:
+        """Under ``artifacts/<name>``, the first free ``<name>.v<n>`` when the name was logged
+        before; nothing when this very record is stored already (a retry, a replay). Each stored
+        artifact is tagged with who logged it when: that tag is how a replay recognises it.
+        Only this role's writer logs artifacts of its names, so the run's tags are read once
+        (a replay, in another process, reads them afresh)."""
         base = f"{ARTIFACTS_DIR}/{artifact_dir(record.name)}"
         identity = self._identity(record)
-        tags = self._call(client.get_run, run_id).data.tags
+        tags = self._run_tags(client, run_id)
         n = 1
         while True:
             path = base if n == 1 else f"{base}.v{n}"
@@ -342,6 +362,7 @@ class MlflowMedia:
             identity["source"] = record.source[:200] + " …"
             text = json.dumps(identity, sort_keys=True)
         self._call(client.set_tag, run_id, mlflow_key(ARTIFACT_TAG + path), text)
+        tags[mlflow_key(ARTIFACT_TAG + path)] = text
 
     def _upload(self, client: MlflowClient, run_id: str, record: ArtifactRecord, path: str) -> None:
         if record.is_dir:
