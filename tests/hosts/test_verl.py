@@ -288,25 +288,44 @@ def test_uninstall_restores_verl() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("verl_first", [True, False])
-def test_the_bootstrap_runs_once_beside_slimes(tmp_path: Path, verl_first: bool) -> None:
-    """Both adapters' start-up hooks on PYTHONPATH, in either order: each activates once and
-    hands over to the other (no start-up loop)."""
+@pytest.mark.parametrize("hosts", [("VERL", "SLIME"), ("VERL",), ("SLIME",)])
+def test_one_bootstrap_activates_each_host_asked_for_once(tmp_path: Path, hosts: tuple[str, ...]) -> None:
+    """Both adapters install the same start-up hook: one PYTHONPATH entry however many hosts a
+    job uses, each host asked for activated once, the others left alone; uninstalling one keeps
+    the entry while the other still needs it."""
     from slime_integration import install as slime_install
 
-    dirs = [str(verl_install.BOOTSTRAP_DIR), str(slime_install.BOOTSTRAP_DIR)]
+    assert verl_install.BOOTSTRAP_DIR == slime_install.BOOTSTRAP_DIR
     env = {
-        **{k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "TRACKING_CORE_RUN")},
-        "PYTHONPATH": os.pathsep.join(dirs if verl_first else dirs[::-1]),
-        "TRACKING_CORE_VERL": "1",
-        "TRACKING_CORE_SLIME": "1",
+        **{k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "TRACKING_CORE_RUN", "TRACKING_CORE_VERL", "TRACKING_CORE_SLIME")},
+        "PYTHONPATH": str(verl_install.BOOTSTRAP_DIR),
+        **{f"TRACKING_CORE_{h}": "1" for h in hosts},
     }
     code = (
         "import sys, verl_integration.install as v, slime_integration.install as s\n"
-        "print(v.is_active(), s.is_active(), sum(type(f).__name__ == 'VerlTrackingFinder' for f in sys.meta_path))"
+        "print(v.is_active(), s.is_active(), sum(type(f).__name__ == 'HostFinder' for f in sys.meta_path))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path)
-    assert out.returncode == 0 and out.stdout.split() == ["True", "True", "1"], out.stderr[-2000:]
+    want = [str("VERL" in hosts), str("SLIME" in hosts), str(len(hosts))]
+    assert out.returncode == 0 and out.stdout.split() == want, out.stderr[-2000:]
+
+
+def test_uninstalling_one_host_keeps_the_bootstrap_for_the_other(monkeypatch: pytest.MonkeyPatch) -> None:
+    from slime_integration import install as slime_install
+
+    for name in ("PYTHONPATH", "TRACKING_CORE_VERL", "TRACKING_CORE_SLIME"):
+        monkeypatch.delenv(name, raising=False)
+    slime_install.install()
+    verl_install.install()
+    try:
+        assert os.environ["PYTHONPATH"].split(os.pathsep) == [str(verl_install.BOOTSTRAP_DIR)]
+        verl_install.uninstall()
+        assert "TRACKING_CORE_VERL" not in os.environ and os.environ["TRACKING_CORE_SLIME"] == "1"
+        assert os.environ["PYTHONPATH"] == str(slime_install.BOOTSTRAP_DIR)
+    finally:
+        verl_install.uninstall()
+        slime_install.uninstall()
+    assert "PYTHONPATH" not in os.environ and "TRACKING_CORE_SLIME" not in os.environ
 
 
 @pytest.mark.slow
