@@ -116,6 +116,14 @@ def install(*, children: bool = True) -> None:
     activate()
     if children:
         _hook.export()
+    log.info(
+        "verl's Tracking goes through tracking-core (trainer.logger=['tracking_core'] or a backend "
+        "name tracking-core knows) %s; %s",
+        "now" if TRACKING_MODULE in sys.modules else f"when {TRACKING_MODULE} is imported",
+        f"child processes follow ({ENV_VAR}=1, {BOOTSTRAP_DIR} first on PYTHONPATH)"
+        if children
+        else "this process only (children=False)",
+    )
 
 
 def uninstall() -> None:
