@@ -244,7 +244,10 @@ def _stop(procs: Sequence[subprocess.Popen[bytes]], timeout: float = 10.0) -> No
                 os.killpg(proc.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-            proc.wait()
+            try:
+                proc.wait(5.0)
+            except subprocess.TimeoutExpired:  # not even SIGKILL took it (stuck in the kernel)
+                print(f"tracking-core ui: process {proc.pid} does not stop; leaving it", file=sys.stderr)
 
 
 def serve(viewers: Sequence[Viewer], *, out: TextIO, wait: float = 120.0) -> int:

@@ -3,6 +3,7 @@ directory, prints URLs that answer with this run's data, and stops both on Ctrl-
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import socket
@@ -46,12 +47,18 @@ def saved(tmp_path_factory: pytest.TempPathFactory) -> RunHandle:
 @pytest.mark.integration
 def test_ui_serves_the_runs_trackers_and_stops_them(saved: RunHandle, tmp_path: Path) -> None:
     mlflow_port, tb_port = _free_port(), _free_port()
+    # The viewers' own output goes to stderr: a file, not a pipe nobody reads while they run
+    # (a full pipe would block them, and tracking-core ui with them, as a terminal never does).
+    err_path = tmp_path / "ui.stderr"
+    err = err_path.open("w")
     proc = subprocess.Popen(
         [sys.executable, "-m", "tracking_core.cli", "ui", str(saved.run_dir),
          "--mlflow-port", str(mlflow_port), "--tensorboard-port", str(tb_port)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env=python_env(drop=("TRACKING_CORE_*", "MLFLOW_*")), cwd=tmp_path,  # from anywhere
+        stdout=subprocess.PIPE, stderr=err, text=True,
+        env=python_env({"PYTHONFAULTHANDLER": "1"}, drop=("TRACKING_CORE_*", "MLFLOW_*")),
+        cwd=tmp_path,  # from anywhere
     )  # fmt: skip
+    err.close()
     urls: dict[str, str] = {}
     try:
         assert proc.stdout is not None
@@ -81,9 +88,12 @@ def test_ui_serves_the_runs_trackers_and_stops_them(saved: RunHandle, tmp_path: 
         try:
             code = proc.wait(60)
         except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGABRT)  # the fault handler prints where every thread is
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(5)
             proc.kill()
-            raise
-    assert code == 0, proc.stderr.read() if proc.stderr else ""
+            pytest.fail(f"tracking-core ui did not stop within 60 s of Ctrl-C; its stderr:\n{err_path.read_text()[-5000:]}")
+    assert code == 0, err_path.read_text()[-5000:]
     assert _refused(mlflow_port) and _refused(tb_port), "a viewer outlived tracking-core ui"
 
 
