@@ -267,7 +267,10 @@ def serve(viewers: Sequence[Viewer], *, out: TextIO, wait: float = 120.0) -> int
         nonlocal stopping
         stopping = True
 
-    previous = signal.signal(signal.SIGTERM, on_signal)
+    # Ctrl-C and SIGTERM both stop the viewers: our own handler for SIGINT too, since a process
+    # started in the background of a script inherits SIGINT ignored (and Python then raises no
+    # KeyboardInterrupt).
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         for viewer in startable:
             assert viewer.command is not None
@@ -310,5 +313,6 @@ def serve(viewers: Sequence[Viewer], *, out: TextIO, wait: float = 120.0) -> int
     except KeyboardInterrupt:
         return 0
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         _stop(procs)

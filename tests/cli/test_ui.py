@@ -57,6 +57,9 @@ def test_ui_serves_the_runs_trackers_and_stops_them(saved: RunHandle, tmp_path: 
         stdout=subprocess.PIPE, stderr=err, text=True,
         env=python_env({"PYTHONFAULTHANDLER": "1"}, drop=("TRACKING_CORE_*", "MLFLOW_*")),
         cwd=tmp_path,  # from anywhere
+        # As a process started in the background of a script is: SIGINT ignored. Ctrl-C must
+        # stop it all the same (Python raises no KeyboardInterrupt then: ui handles SIGINT).
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
     )  # fmt: skip
     err.close()
     urls: dict[str, str] = {}
