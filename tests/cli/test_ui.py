@@ -47,8 +47,8 @@ def saved(tmp_path_factory: pytest.TempPathFactory) -> RunHandle:
 @pytest.mark.integration
 def test_ui_serves_the_runs_trackers_and_stops_them(saved: RunHandle, tmp_path: Path) -> None:
     mlflow_port, tb_port = _free_port(), _free_port()
-    # The viewers' own output goes to stderr: a file, not a pipe nobody reads while they run
-    # (a full pipe would block them, and tracking-core ui with them, as a terminal never does).
+    # The viewers' own output goes to stderr: a file (shown when the test fails), not a pipe
+    # nobody reads while they run.
     err_path = tmp_path / "ui.stderr"
     err = err_path.open("w")
     proc = subprocess.Popen(
