@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -107,7 +108,7 @@ class RunHandle:
         """Write ``handle.json`` into the run directory (atomically) and return its path."""
         path = self.run_dir / HANDLE_FILE
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".tmp{os.getpid()}")
+        tmp = path.with_suffix(f".tmp{os.getpid()}-{threading.get_ident()}")
         tmp.write_text(json.dumps(asdict(self), indent=2, sort_keys=True))
         os.replace(tmp, path)
         return path

@@ -126,7 +126,7 @@ class Run:
         self._state: str | None = None  # "finished" or "forked": every call is then a no-op
         self._warned: set[str] = set()
         self._lock = threading.Lock()
-        self._handle_lock = threading.Lock()
+        self._handle_lock = threading.RLock()  # save_handle takes it too
         self._local_unusable = False  # said once: later local writes fail quietly
         writer = self._open_journal(specs, options, journal) if specs else None
         self.journal = writer.folder if writer is not None else None
@@ -282,7 +282,7 @@ class Run:
         path = self.handle.run_dir / "config" / f"{section.namespace}.json"
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(f".tmp{os.getpid()}")
+            tmp = path.with_suffix(f".tmp{os.getpid()}-{threading.get_ident()}")
             tmp.write_text(text)
             os.replace(tmp, path)
         except OSError as exc:
@@ -291,7 +291,8 @@ class Run:
     def save_handle(self) -> Path | None:
         """Save the run handle in the run directory (for resume and sync); None if it cannot."""
         try:
-            return self.handle.save()
+            with self._handle_lock:  # the delivery's thread saves it too, as backends open
+                return self.handle.save()
         except OSError as exc:
             self._local_failed("save-handle", "could not save the run handle in %s (%s); resume and sync need it", self.handle.run_dir, exc)
             return None

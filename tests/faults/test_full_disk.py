@@ -86,9 +86,10 @@ def test_a_disk_that_fills_during_the_run(faults: Faults, tmp_path: Path, tmpfs,
     summary = _assert_promise(faults, td, job)
     assert summary["not_journaled"] > 0
     named = job.warnings_mentioning(str(td))
-    # Full; and perhaps writable again once delivered segments are deleted (on a slow machine
-    # the journal is longest when the disk fills, and its collection frees the most).
-    assert 1 <= len(named) <= 2, job.warnings
+    # Each kind of warning once: the journal is full; perhaps writable again once delivered
+    # segments are deleted (on a slow machine the journal is longest when the disk fills, and its
+    # collection frees the most); perhaps the delivery's progress could not be saved meanwhile.
+    assert 1 <= len(named) <= 3 and len(set(named)) == len(named), job.warnings
     assert journal_files(td) == []
 
 
@@ -98,5 +99,6 @@ def test_a_disk_that_fills_then_frees(faults: Faults, tmp_path: Path, tmpfs, job
     summary = _assert_promise(faults, td, job)
     assert 0 < summary["not_journaled"] < STEPS * len(KEYS)
     named = job.warnings_mentioning(str(td))
-    assert 1 <= len(named) <= 2, job.warnings  # full (and, perhaps, writable again)
+    # full (and, perhaps, writable again; the delivery's progress not saved meanwhile), each once
+    assert 1 <= len(named) <= 3 and len(set(named)) == len(named), job.warnings
     assert journal_files(td) == []

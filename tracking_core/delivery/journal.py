@@ -492,8 +492,15 @@ def find_journals(root: Path) -> Iterator[Path]:
         yield root
         return
     base = root / JOURNAL_DIR if (root / JOURNAL_DIR).is_dir() else root
-    for meta in sorted(base.rglob(META)):
-        yield meta.parent
+    found = []
+    # os.walk, not rglob: a folder that goes while it is walked (a snapshot renamed, a journal
+    # removed by its writer's finish) is skipped rather than raised; and nothing inside a journal
+    # folder (its segments, its artifacts' snapshots) is walked.
+    for folder, subfolders, files in os.walk(base):
+        if META in files:
+            found.append(Path(folder))
+            subfolders[:] = []
+    yield from sorted(found)
 
 
 def scan(folder: Path) -> tuple[int, int | None, BadLines]:
