@@ -15,7 +15,7 @@ process:
    tracking-core (:data:`BOOTSTRAP_DIR`) at the front of ``PYTHONPATH``. Python imports
    ``sitecustomize`` at start-up, so every child interpreter that inherits the environment
    (subprocesses, torchrun ranks, the workers of a Ray instance started afterwards) runs it; it
-   activates the hook of each host whose variable is set (:data:`HOSTS`), then hands over to the
+   activates the hook of each host whose variable is set (:data:`HOST_VARIABLES`), then hands over to the
    next ``sitecustomize`` on the path, as Python would have run it. This is how
    ``opentelemetry-instrument`` and ``ddtrace-run`` reach every process; it needs no file written
    outside the package and does nothing in interpreters that lack the variables.
@@ -48,11 +48,8 @@ from typing import Any
 
 #: Where the ``sitecustomize`` that activates child interpreters lives.
 BOOTSTRAP_DIR = Path(__file__).resolve().parent / "_bootstrap"
-#: Each host's variable and the ``module:function`` the bootstrap calls when it is set.
-HOSTS: dict[str, str] = {
-    "TRACKING_CORE_SLIME": "slime_integration.install:activate",
-    "TRACKING_CORE_VERL": "verl_integration.install:activate",
-}
+#: Each host's variable (the bootstrap's own table says which ``activate`` each one calls).
+HOST_VARIABLES: tuple[str, ...] = ("TRACKING_CORE_SLIME", "TRACKING_CORE_VERL")
 
 Patcher = Callable[[types.ModuleType], bool]
 
@@ -200,7 +197,7 @@ class HostHook:
         """Remove the host's variable, and the bootstrap from ``PYTHONPATH`` unless another
         host's variable still needs it."""
         os.environ.pop(self.env_var, None)
-        if any(truthy(os.environ.get(var)) for var in HOSTS):
+        if any(truthy(os.environ.get(var)) for var in HOST_VARIABLES):
             return
         entry = str(BOOTSTRAP_DIR)
         rest = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p != entry]

@@ -2,7 +2,7 @@
 ``PYTHONPATH`` by their ``install()`` so that every child interpreter runs it.
 
 For each host whose variable is set (``TRACKING_CORE_SLIME``, ``TRACKING_CORE_VERL``: see
-``tracking_core.integrations.import_hook.HOSTS``) it activates that host's import hook; with none
+``tracking_core.integrations.import_hook.HOST_VARIABLES``) it activates that host's import hook; with none
 set it does nothing. Either way it then runs the next ``sitecustomize`` on the path (the one this
 file shadows), as Python would have. It imports nothing of tracking-core unless a variable is set.
 """
@@ -11,7 +11,7 @@ import importlib
 import os
 import sys
 
-# Kept in step with tracking_core.integrations.import_hook.HOSTS (importing it would import
+# Kept in step with tracking_core.integrations.import_hook.HOST_VARIABLES (importing it would import
 # tracking-core into every interpreter, asked for or not).
 HOSTS = {
     "TRACKING_CORE_SLIME": ("slime_integration.install", "slime"),
