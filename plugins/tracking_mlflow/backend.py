@@ -252,6 +252,7 @@ class MlflowBackend:
             existing = self._existing_run(client, run)
             if existing is not None:
                 self.run_id = existing.info.run_id
+                self.media.seed(self.run_id, existing.data.tags)
                 self._reopen(client, existing.info.status)
             else:
                 tags = self._run_tags(run, str(run.option("mlflow_run_name") or run.name))
@@ -262,6 +263,7 @@ class MlflowBackend:
                     run_name=tags["mlflow.runName"],
                 )
                 self.run_id = created.info.run_id
+                self.media.seed(self.run_id, created.data.tags)
         log.info(
             "MLflow: run %s (experiment %r, id %s) at %s; %s",
             self.run_id,
@@ -296,6 +298,7 @@ class MlflowBackend:
         client = self._connect(self._store(run, attach))
         found = self._call(client.get_run, str(run_id))
         self.run_id = found.info.run_id
+        self.media.seed(self.run_id, found.data.tags)
         self.experiment_id = found.info.experiment_id
         self.experiment_name = attach.get("experiment")
         if run.primary:
@@ -324,6 +327,7 @@ class MlflowBackend:
                 "creates it and tries again"
             )
         self.run_id = found.info.run_id
+        self.media.seed(self.run_id, found.data.tags)
         self._tag_writer(client, run)
         return self._handle_entry()
 

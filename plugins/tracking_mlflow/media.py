@@ -11,8 +11,9 @@
 * **Texts** go to ``texts/<key>/step-000012.txt`` with ``MlflowClient.log_text``.
 * **Artifacts**: a file with ``log_artifact``, a directory with ``log_artifacts``, under
   ``artifacts/<name>`` (a file keeps its own name: ``artifacts/actor/ckpt/model.pt``). The run
-  tag ``tracking_core.artifact/<path>`` records which logged artifact is there (kind, size,
-  source, when logged), set once the upload is complete.
+  tag ``tracking_core.artifact/<path>`` records which logged artifact goes there (kind, size,
+  source, when logged); it is set while the upload runs (two requests at once, not one after
+  the other), so it claims the path rather than proving the files arrived.
 
 **Exactly once.** A record may be offered again (a worker retry after a lost reply, a journal
 replay by ``sync``), and MLflow's ``log_table`` *appends* to a table file that exists. So a file
@@ -20,7 +21,9 @@ is written only where its path is free; where it is taken, the stored bytes are 
 the record's: the same bytes mean it is stored already, other bytes (a second table logged at
 the same key and step) move it to the next free name (``step-000012-2.json``). An artifact path
 is taken when its tag names another record; a name logged again goes to ``artifacts/<name>.v2``
-and on (MLflow has no artifact versions), with a warning that says where.
+and on (MLflow has no artifact versions), with a warning that says where. Where the tag names
+this very record, its files are listed: all there with their sizes means stored; anything
+missing or short (an upload cut off) has it uploaded again to the same path.
 
 **Limits.** Artifact paths take no ``" ' , : [ ] { }`` (``log_table`` refuses them) and no
 empty, ``.`` or ``..`` parts: such characters become ``_``. The ``mlflow.loggedArtifacts`` tag
@@ -40,7 +43,8 @@ import posixpath
 import re
 import shutil
 import tempfile
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -316,9 +320,15 @@ class MlflowMedia:
         keys = ("name", "role", "timestamp", "seq")
         return isinstance(doc, dict) and all(doc.get(k) == identity[k] for k in keys)
 
+    def seed(self, run_id: str, tags: Mapping[str, str]) -> None:
+        """The tags of the run as the backend just created, found or attached it (its first
+        artifact then needs no request to read them)."""
+        self._tags = (run_id, dict(tags))
+
     def _run_tags(self, client: MlflowClient, run_id: str) -> dict[str, str]:
         if self._tags is None or self._tags[0] != run_id:
-            self._tags = (run_id, dict(self._call(client.get_run, run_id).data.tags))
+            self.seed(run_id, self._call(client.get_run, run_id).data.tags)
+        assert self._tags is not None
         return self._tags[1]
 
     def log_artifact(self, record: ArtifactRecord) -> None:
@@ -331,10 +341,11 @@ class MlflowMedia:
 
     def _log_artifact(self, client: MlflowClient, run_id: str, record: ArtifactRecord) -> None:
         """Under ``artifacts/<name>``, the first free ``<name>.v<n>`` when the name was logged
-        before; nothing when this very record is stored already (a retry, a replay). Each stored
-        artifact is tagged with who logged it when: that tag is how a replay recognises it.
-        Only this role's writer logs artifacts of its names, so the run's tags are read once
-        (a replay, in another process, reads them afresh)."""
+        before; nothing when this very record is stored already (a retry, a replay). The path's
+        tag says who logged the artifact when: that is how a retry or a replay recognises it,
+        and it is set while the files upload. Only this role's writer logs artifacts of its
+        names, so the run's tags are read once (a replay, in another process, reads them
+        afresh)."""
         base = f"{ARTIFACTS_DIR}/{artifact_dir(record.name)}"
         identity = self._identity(record)
         tags = self._run_tags(client, run_id)
@@ -345,7 +356,10 @@ class MlflowMedia:
             if tag is None:
                 break
             if self._same(tag, identity):
-                return  # stored and tagged before (a retry, a replay)
+                # Claimed by this record before: stored, unless that upload was cut short.
+                if not self._stored_whole(client, run_id, record, path):
+                    self._upload(client, run_id, record, path)
+                return
             n += 1
         if n > 1:
             log.warning(
@@ -356,13 +370,31 @@ class MlflowMedia:
                 record.timestamp,
                 path,
             )
-        self._upload(client, run_id, record, path)
         text = json.dumps(identity, sort_keys=True)
         if len(text) > MAX_TAG_VALUE:
             identity["source"] = record.source[:200] + " …"
             text = json.dumps(identity, sort_keys=True)
-        self._call(client.set_tag, run_id, mlflow_key(ARTIFACT_TAG + path), text)
-        tags[mlflow_key(ARTIFACT_TAG + path)] = text
+        key = mlflow_key(ARTIFACT_TAG + path)
+        claim = _Concurrent(self._call, client.set_tag, run_id, key, text)
+        try:
+            self._upload(client, run_id, record, path)
+        finally:
+            claim.result()  # raises what the tag's request raised (the record is offered again)
+        tags[key] = text
+
+    def _stored_whole(
+        self, client: MlflowClient, run_id: str, record: ArtifactRecord, path: str
+    ) -> bool:
+        """Whether every file of ``record`` is under ``path`` with the size it was logged with."""
+        stored: dict[str, int | None] = {}
+        folders = [path]
+        while folders:
+            for info in self._call(client.list_artifacts, run_id, folders.pop()):
+                if info.is_dir:
+                    folders.append(info.path)
+                else:
+                    stored[info.path] = info.file_size
+        return all(stored.get(f"{path}/{rel}") == size for rel, size in record.files)
 
     def _upload(self, client: MlflowClient, run_id: str, record: ArtifactRecord, path: str) -> None:
         if record.is_dir:
@@ -380,3 +412,25 @@ class MlflowMedia:
             except OSError:
                 shutil.copyfile(record.path, staged)
             self._call(client.log_artifact, run_id, staged, path)
+
+
+class _Concurrent(threading.Thread):
+    """``fn(*args)`` on its own thread, started at once; :meth:`result` waits for it and raises
+    what it raised."""
+
+    def __init__(self, fn: Callable[..., Any], *args: Any) -> None:
+        super().__init__(name="tracking-core-mlflow-call", daemon=True)
+        self._fn, self._args = fn, args
+        self._error: BaseException | None = None
+        self.start()
+
+    def run(self) -> None:
+        try:
+            self._fn(*self._args)
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller by result()
+            self._error = exc
+
+    def result(self) -> None:
+        self.join()
+        if self._error is not None:
+            raise self._error

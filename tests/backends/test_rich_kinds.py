@@ -10,6 +10,7 @@ snapshot is removed as soon as the hook returns, as the core does once every bac
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import html
 import json
@@ -446,6 +447,60 @@ def test_mlflow_reads_back_every_kind_once(
         doc = json.loads(_download(client, mlrun, path, tmp_path / f"t{step}").read_text())
         assert [tuple(r) for r in doc["data"]] == list(ROWS)
     json.loads(client.get_run(mlrun).data.tags[media.LOGGED_ARTIFACTS_TAG])  # still valid JSON
+
+
+@pytest.mark.integration
+def test_mlflow_uploads_again_an_artifact_whose_upload_was_cut_short(
+    mlflow_server: MlflowServer,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """The path's tag is set while the files upload, so a tag naming the record does not prove
+    they arrived: an upload that failed, or left a short file on the server, is done again in
+    the same place when the record is offered again, here and by a replay in a new backend."""
+    pytest.importorskip("mlflow")
+    from mlflow import MlflowClient
+    from tracking_mlflow import settings
+    from tracking_mlflow.backend import MlflowBackend
+
+    run_id = f"cut-mlflow-{os.getpid()}-{time.time_ns()}"
+    primary = context(
+        "mlflow", tmp_path, run_id, primary=True, options={"mlflow_tracking_uri": mlflow_server.uri}
+    )
+    entry = MlflowBackend(primary).open_run(run=primary, target=settings.target(primary))
+    actor = context("mlflow", tmp_path, run_id, primary=False, role=ROLE, label="actor-r0")
+    backend = MlflowBackend(actor)
+    backend.attach_run(actor, entry)
+    client, mlrun = MlflowClient(mlflow_server.uri), entry["run_id"]
+    ckpt, samples = make_sources(tmp_path / "src")
+
+    # 1. the snapshot cannot be read: the upload fails, the tag may be set; offered again, stored
+    record = artifact_record(ckpt, tmp_path / "snap", "checkpoint", "model")
+    hidden = Path(record.path + ".away")
+    os.rename(record.path, hidden)
+    with pytest.raises(OSError):
+        backend.log_artifact(record)
+    os.rename(hidden, record.path)
+    backend.log_artifact(record)
+    got = _download(client, mlrun, "artifacts/actor/checkpoint/model.pt", tmp_path / "d1")
+    assert sha256(got) == sha256(ckpt)
+
+    # 2. the server kept a short file (an upload cut off): the same record, offered again by a
+    # new backend as a replay would, replaces it; nothing goes to a new path
+    dump = artifact_record(samples, tmp_path / "snap", "rollout/dump", "samples")
+    short = tmp_path / "short"
+    shutil.copytree(dump.path, short)
+    (short / "part" / "b.bin").write_bytes(b"cut")
+    os.remove(short / "a.jsonl")
+    backend.log_artifact(dataclasses.replace(dump, path=str(short)))
+    stored = _download(client, mlrun, "artifacts/actor/rollout/dump", tmp_path / "d2")
+    assert tree_hashes(stored) != tree_hashes(samples)  # what the cut upload left
+    replay = MlflowBackend(actor)
+    replay.attach_run(actor, entry)
+    replay.log_artifact(dump)
+    stored = _download(client, mlrun, "artifacts/actor/rollout/dump", tmp_path / "d3")
+    assert tree_hashes(stored) == tree_hashes(samples)
+    assert _listing(client, mlrun, "artifacts/actor") == ["checkpoint", "rollout"]
+    assert _listing(client, mlrun, "artifacts/actor/rollout") == ["dump"]
 
 
 # -- TensorBoard ----------------------------------------------------------------------------------
