@@ -378,8 +378,10 @@ class MlflowMedia:
         claim = _Concurrent(self._call, client.set_tag, run_id, key, text)
         try:
             self._upload(client, run_id, record, path)
-        finally:
-            claim.result()  # raises what the tag's request raised (the record is offered again)
+        except BaseException:
+            claim.join()  # the upload's error is the one to report
+            raise
+        claim.result()  # raises what the tag's request raised (the record is offered again)
         tags[key] = text
 
     def _stored_whole(
