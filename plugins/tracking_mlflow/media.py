@@ -45,6 +45,7 @@ import shutil
 import tempfile
 import threading
 from collections.abc import Callable, Mapping
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -367,7 +368,7 @@ class MlflowMedia:
                 "path, so this one (logged at %s) is stored under %s",
                 record.name,
                 run_id,
-                record.timestamp,
+                datetime.fromtimestamp(record.timestamp).isoformat(sep=" ", timespec="milliseconds"),
                 path,
             )
         text = json.dumps(identity, sort_keys=True)
