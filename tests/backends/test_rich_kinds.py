@@ -328,6 +328,24 @@ def _listing(client: Any, run_id: str, folder: str) -> list[str]:
     return sorted(Path(f.path).name for f in client.list_artifacts(run_id, folder))
 
 
+def _mlflow_actor(server: MlflowServer, tmp: Path) -> tuple[Any, RunContext, dict[str, Any], Any]:
+    """A job's run opened in ``server`` by its primary, and the actor's backend attached to it:
+    (the actor's backend, its context, the run's handle entry, a client of the server)."""
+    from mlflow import MlflowClient
+    from tracking_mlflow import settings
+    from tracking_mlflow.backend import MlflowBackend
+
+    run_id = f"rich-mlflow-{os.getpid()}-{time.time_ns()}"
+    primary = context(
+        "mlflow", tmp, run_id, primary=True, options={"mlflow_tracking_uri": server.uri}
+    )
+    entry = MlflowBackend(primary).open_run(run=primary, target=settings.target(primary))
+    actor = context("mlflow", tmp, run_id, primary=False, role=ROLE, label="actor-r0")
+    backend = MlflowBackend(actor)
+    backend.attach_run(actor, entry)
+    return backend, actor, entry, MlflowClient(server.uri)
+
+
 @pytest.mark.slow
 @pytest.mark.integration
 def test_mlflow_reads_back_every_kind_once(
@@ -337,20 +355,10 @@ def test_mlflow_reads_back_every_kind_once(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     pytest.importorskip("mlflow")
-    from mlflow import MlflowClient
-    from tracking_mlflow import media, settings
-    from tracking_mlflow.backend import MlflowBackend
+    from tracking_mlflow import media
 
     monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server.uri)  # for MLflow's load_table
-    run_id = f"rich-mlflow-{os.getpid()}-{time.time_ns()}"
-    primary = context(
-        "mlflow", tmp_path, run_id, primary=True, options={"mlflow_tracking_uri": mlflow_server.uri}
-    )
-    entry = MlflowBackend(primary).open_run(run=primary, target=settings.target(primary))
-    actor = context("mlflow", tmp_path, run_id, primary=False, role=ROLE, label="actor-r0")
-    backend = MlflowBackend(actor)
-    backend.attach_run(actor, entry)
-    client = MlflowClient(mlflow_server.uri)
+    backend, actor, entry, client = _mlflow_actor(mlflow_server, tmp_path)
     mlrun = entry["run_id"]
     ckpt, samples = make_sources(tmp_path / "src")
     want_ckpt, want_samples = sha256(ckpt), tree_hashes(samples)
@@ -458,19 +466,10 @@ def test_mlflow_uploads_again_an_artifact_whose_upload_was_cut_short(
     they arrived: an upload that failed, or left a short file on the server, is done again in
     the same place when the record is offered again, here and by a replay in a new backend."""
     pytest.importorskip("mlflow")
-    from mlflow import MlflowClient
-    from tracking_mlflow import settings
     from tracking_mlflow.backend import MlflowBackend
 
-    run_id = f"cut-mlflow-{os.getpid()}-{time.time_ns()}"
-    primary = context(
-        "mlflow", tmp_path, run_id, primary=True, options={"mlflow_tracking_uri": mlflow_server.uri}
-    )
-    entry = MlflowBackend(primary).open_run(run=primary, target=settings.target(primary))
-    actor = context("mlflow", tmp_path, run_id, primary=False, role=ROLE, label="actor-r0")
-    backend = MlflowBackend(actor)
-    backend.attach_run(actor, entry)
-    client, mlrun = MlflowClient(mlflow_server.uri), entry["run_id"]
+    backend, actor, entry, client = _mlflow_actor(mlflow_server, tmp_path)
+    mlrun = entry["run_id"]
     ckpt, samples = make_sources(tmp_path / "src")
 
     # 1. the snapshot cannot be read: the upload fails, the tag may be set; offered again, stored
