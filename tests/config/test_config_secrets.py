@@ -24,6 +24,7 @@ from tracking_core.config import (
     redact,
     redact_argv,
     redact_text,
+    secrets,
 )
 from tracking_core.config.secrets import ALLOW_KEYS_ENV, PATTERNS_ENV, SECRET_KEYS_ENV
 
@@ -404,3 +405,63 @@ def test_property_token_anywhere_is_redacted(data: Any, token: str, template: st
     assert token not in json.dumps(out)
     assert "where[1].deep" in paths
     json.dumps(out, allow_nan=False)
+
+
+# -- the quick skip of name-based matching -------------------------------------------------------
+def test_every_word_of_the_name_rule_holds_a_secret_name_part() -> None:
+    """The skip is only as good as this: a word added to the rule must hold one of the parts."""
+    words = (*secrets._STRONG_EXACT, *secrets._STRONG_SUFFIXES, *secrets._NOUNS)
+    assert [w for w in words if not any(p in w for p in secrets.SECRET_NAME_PARTS)] == []
+
+
+name_words = st.sampled_from(
+    sorted(
+        {
+            *secrets._STRONG_EXACT,
+            *secrets._STRONG_SUFFIXES,
+            *secrets._NOUNS,
+            *secrets._QUALIFIERS,
+            *secrets._SERVICES,
+            *secrets._REFERENCE_AFTER,
+            *secrets._NOT_SECRET_FIRST,
+            "lr", "seed", "model", "Pass", "KEY", "Token", "x", "value", "ratio",
+        }
+    )
+)
+names = st.builds(
+    lambda words, seps, upper: "".join(
+        (w.upper() if upper else w) + s for w, s in zip(words, seps, strict=False)
+    ),
+    st.lists(name_words, min_size=1, max_size=4),
+    st.lists(st.sampled_from(["_", "-", ".", "", ""]), min_size=4, max_size=4),
+    st.booleans(),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(names)
+def test_property_a_name_that_can_hide_a_value_holds_a_part(name: str) -> None:
+    if classify_name(name) is not None:
+        assert any(p in name.lower() for p in secrets.SECRET_NAME_PARTS), name
+
+
+values = st.one_of(
+    tokens,
+    st.sampled_from([DB_PASSWORD, WANDB_KEY, "0.5", "prompt", "'quoted value'", '"x y"', "1e-6"]),
+)
+fragments = st.one_of(
+    st.builds(lambda n, sep, v: f"{n}{sep}{v}", names, st.sampled_from(["=", ": ", " = ", ":"]), values),
+    st.builds(lambda n, sep, v: f"--{n}{sep}{v}", names, st.sampled_from([" ", "="]), values),
+    st.sampled_from(["def f(x):\n    y = x * 2\n", "{'a': 1, 'b': 2}", "see https://h.io/p", "2+2=4", " "]),
+    st.text(max_size=12),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(fragments, min_size=1, max_size=8).map(" ".join))
+def test_property_skipping_name_matching_changes_nothing(text: str) -> None:
+    """The quick skip gives what matching every ``name = value`` and ``--name value`` gives."""
+    quick = Redactor(use_env=False)
+    full = Redactor(use_env=False)
+    full._may_name_secret = lambda text: True  # type: ignore[method-assign]
+    assert quick.redact_text(text) == full.redact_text(text)

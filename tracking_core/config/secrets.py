@@ -234,6 +234,10 @@ _ASSIGN = re.compile(
 )
 # Cheap tests first: most config strings hold none of these and skip the regexes.
 _QUICK_TOKENS = re.compile(r"hf_|sk-|gh[pousr]_|github_pat_|A[KS]IA|xox|AIza|eyJ|-----BEGIN")
+#: Every name :func:`classify_name` does not pass holds one of these, in any case (each word of
+#: rule 2 does); a text without them names no secret, so ``--name value`` and ``name = value``
+#: need no matching (code and math in model outputs are full of ``=`` and ``:``).
+SECRET_NAME_PARTS = ("key", "token", "pass", "secret", "cred")
 
 
 def _split_list(text: str) -> list[str]:
@@ -377,17 +381,24 @@ class Redactor:
         if _QUICK_TOKENS.search(text):
             text = _PEM.sub(lambda m: self.mask(m.group(0)), text)
             text = _TOKENS.sub(lambda m: self.mask(m.group(0)), text)
-        if "://" in text:
+        if "@" in text and "://" in text:  # user:password@ needs both
             text = _URL_PASSWORD.sub(lambda m: m.group(1) + self.mask(m.group(2)), text)
         if "earer" in text:
             text = _BEARER.sub(lambda m: m.group(1) + self.mask(m.group(2)), text)
-        if "--" in text:
-            text = _FLAG.sub(self._flag_match, text)
-        if "=" in text or ":" in text:
-            text = _ASSIGN.sub(self._assign_match, text)
+        flag, assign = "--" in text, "=" in text or ":" in text
+        if (flag or assign) and (self.secret_keys or self._may_name_secret(text)):
+            if flag:
+                text = _FLAG.sub(self._flag_match, text)
+            if assign:
+                text = _ASSIGN.sub(self._assign_match, text)
         for pattern in self.patterns:
             text = pattern.sub(self._user_match, text)
         return text
+
+    @staticmethod
+    def _may_name_secret(text: str) -> bool:
+        low = text.lower()
+        return any(part in low for part in SECRET_NAME_PARTS)
 
     def _replace_quoted(self, raw: str) -> str:
         if len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "\"'":
