@@ -28,9 +28,23 @@ from common import pct, per_call, ratio, table, us
 logging.getLogger("tracking_core").setLevel(logging.ERROR)
 
 
+# About 1 KB each, shaped like a math-and-code rollout: prose, `=` and `:`, code, a URL.
+PROMPT = (
+    "Solve the problem and show your reasoning. A train leaves the station at 3 pm and travels "
+    "at 60 km/h; a second train leaves an hour later at 80 km/h on the same track. When does the "
+    "second train catch up, and how far from the station are they then? "
+) * 5
+RESPONSE = (
+    "<think>Let x be the time in hours after 3 pm. Then 60 * x = 80 * (x - 1), so x = 4.\n"
+    "```python\ndef meet(v1: float, v2: float, head: float = 1.0) -> float:\n"
+    "    return v2 * head / (v2 - v1)\n```\n</think>\n"
+    "Answer: {'time': '7 pm', 'distance_km': 240} -- see https://example.org/trains for more.\n"
+) * 4
+
+
 def sample_rows(i: int) -> list[dict[str, object]]:
     return [
-        {"prompt": f"{i}-{r} " + "p" * 1000, "response": "r" * 1000, "reward": r / 64, "length": 1000 + r, "truncated": r % 7 == 0}
+        {"prompt": f"{i}-{r} " + PROMPT[:1000], "response": RESPONSE[:1000], "reward": r / 64, "length": 1000 + r, "truncated": r % 7 == 0}
         for r in range(64)
     ]
 
