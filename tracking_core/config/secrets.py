@@ -234,9 +234,9 @@ _ASSIGN = re.compile(
 )
 # Cheap tests first: most config strings hold none of these and skip the regexes.
 _QUICK_TOKENS = re.compile(r"hf_|sk-|gh[pousr]_|github_pat_|A[KS]IA|xox|AIza|eyJ|-----BEGIN")
-#: Every name :func:`classify_name` does not pass holds one of these, in any case (each word of
-#: rule 2 does); a text without them names no secret, so ``--name value`` and ``name = value``
-#: need no matching (code and math in model outputs are full of ``=`` and ``:``).
+#: Every name that :func:`classify_name` calls secret or maybe holds one of these, in some case
+#: (each word of rule 2 does): a text without them names no secret, so its ``--name value`` and
+#: ``name = value`` need no matching (code and math in model outputs are full of ``=`` and ``:``).
 SECRET_NAME_PARTS = ("key", "token", "pass", "secret", "cred")
 
 
