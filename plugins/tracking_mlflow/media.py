@@ -43,8 +43,8 @@ import posixpath
 import re
 import shutil
 import tempfile
-import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
+from concurrent import futures
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -173,6 +173,8 @@ class MlflowMedia:
         # The run's tags as this writer last read them and then changed them itself: read once
         # per run for the artifacts' tags rather than before every artifact (a request each).
         self._tags: tuple[str, dict[str, str]] | None = None
+        # Runs an artifact's tag request while the artifact uploads.
+        self._side = futures.ThreadPoolExecutor(1, thread_name_prefix="tracking-core-mlflow-tag")
 
     def _warn_once(self, kind: str, key: str, message: str, *args: Any) -> None:
         if (kind, key) not in self._warned:
@@ -376,11 +378,11 @@ class MlflowMedia:
             identity["source"] = record.source[:200] + " …"
             text = json.dumps(identity, sort_keys=True)
         key = mlflow_key(ARTIFACT_TAG + path)
-        claim = _Concurrent(self._call, client.set_tag, run_id, key, text)
+        claim = self._side.submit(self._call, client.set_tag, run_id, key, text)
         try:
             self._upload(client, run_id, record, path)
         except BaseException:
-            claim.join()  # the upload's error is the one to report
+            futures.wait([claim])  # the upload's error is the one to report
             raise
         claim.result()  # raises what the tag's request raised (the record is offered again)
         tags[key] = text
@@ -416,24 +418,3 @@ class MlflowMedia:
                 shutil.copyfile(record.path, staged)
             self._call(client.log_artifact, run_id, staged, path)
 
-
-class _Concurrent(threading.Thread):
-    """``fn(*args)`` on its own thread, started at once; :meth:`result` waits for it and raises
-    what it raised."""
-
-    def __init__(self, fn: Callable[..., Any], *args: Any) -> None:
-        super().__init__(name="tracking-core-mlflow-call", daemon=True)
-        self._fn, self._args = fn, args
-        self._error: BaseException | None = None
-        self.start()
-
-    def run(self) -> None:
-        try:
-            self._fn(*self._args)
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller by result()
-            self._error = exc
-
-    def result(self) -> None:
-        self.join()
-        if self._error is not None:
-            raise self._error
