@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from . import settings
+from .files import replace_text
 
 RUN_ENV = settings.RUN
 ARGS_ATTR = "tracking_run"
@@ -108,9 +108,7 @@ class RunHandle:
         """Write ``handle.json`` into the run directory (atomically) and return its path."""
         path = self.run_dir / HANDLE_FILE
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".tmp{os.getpid()}-{threading.get_ident()}")
-        tmp.write_text(json.dumps(asdict(self), indent=2, sort_keys=True))
-        os.replace(tmp, path)
+        replace_text(path, json.dumps(asdict(self), indent=2, sort_keys=True))
         return path
 
 

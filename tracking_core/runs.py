@@ -34,6 +34,7 @@ from .delivery.intake import Intake
 from .delivery.journal import JOURNAL_DIR, JournalUnavailable, JournalWriter
 from .delivery.modes import Delivery, delivery_mode, start_delivery
 from .delivery.plan import BackendPlan, Plan, context_to_dict, plain
+from .files import replace_text
 from .handle import ARGS_ATTR, HANDLE_FILE, RUN_ENV, RunHandle, find_handle
 from .plugins import PluginManager, get_plugin_manager
 from .records import ConfigSection, RunStatus
@@ -282,9 +283,7 @@ class Run:
         path = self.handle.run_dir / "config" / f"{section.namespace}.json"
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(f".tmp{os.getpid()}-{threading.get_ident()}")
-            tmp.write_text(text)
-            os.replace(tmp, path)
+            replace_text(path, text)
         except OSError as exc:
             self._local_failed("save-config", "could not save config %s (%s); the trackers still receive it", path, exc)
 

@@ -57,6 +57,7 @@ import wandb
 
 from tracking_core import ConfigSection, MetricRecord, RunContext, RunStatus, hookimpl
 from tracking_core.config import artifact_path, config_json, redact_argv
+from tracking_core.files import replace_text
 from tracking_core.handle import RunHandle
 from tracking_core.records import ArtifactRecord, HistogramRecord, TableRecord, TextRecord
 
@@ -310,9 +311,7 @@ class WandbBackend:
         files = Path(shared.run.dir)
         path = files / FILES_DIR / name
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-        tmp.write_text(text)
-        os.replace(tmp, path)
+        replace_text(path, text)
         shared.run.save(str(path), base_path=str(files), policy="now", glob=False)
 
     def _fold_role_configs(self, shared: _SharedRun) -> None:

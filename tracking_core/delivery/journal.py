@@ -40,6 +40,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..files import replace_text
 from ..records import ConfigSection
 
 log = logging.getLogger("tracking_core.journal")
@@ -160,9 +161,7 @@ class JournalWriter:
             self._lock_fd = try_lock(folder / WRITER_LOCK)
             if self._lock_fd is None:
                 raise JournalUnavailable(errno.EBUSY, "journal folder in use by another process", str(folder))
-            tmp = folder / (META + ".tmp")
-            tmp.write_text(json.dumps({"format": FORMAT, **meta}, default=str, indent=1))
-            os.replace(tmp, folder / META)
+            replace_text(folder / META, json.dumps({"format": FORMAT, **meta}, default=str, indent=1))
             self.index = -1
             self._fd = -1
             self._open_segment(0)
@@ -397,9 +396,7 @@ class Acks:
             text = json.dumps({k: asdict(v) for k, v in self.progress.items()})
             self._dirty = False
         try:
-            tmp = self.folder / (ACKS + ".tmp")
-            tmp.write_text(text)
-            os.replace(tmp, self.folder / ACKS)
+            replace_text(self.folder / ACKS, text)
         except OSError as exc:
             with self._lock:
                 self._dirty = True
