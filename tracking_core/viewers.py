@@ -310,8 +310,6 @@ def serve(viewers: Sequence[Viewer], *, out: TextIO, wait: float = 120.0) -> int
                     return 1
             time.sleep(0.3)
         return 0
-    except KeyboardInterrupt:
-        return 0
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)

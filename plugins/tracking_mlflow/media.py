@@ -330,8 +330,7 @@ class MlflowMedia:
 
     def _run_tags(self, client: MlflowClient, run_id: str) -> dict[str, str]:
         if self._tags is None or self._tags[0] != run_id:
-            self.seed(run_id, self._call(client.get_run, run_id).data.tags)
-        assert self._tags is not None
+            self._tags = (run_id, dict(self._call(client.get_run, run_id).data.tags))
         return self._tags[1]
 
     def log_artifact(self, record: ArtifactRecord) -> None:
@@ -417,4 +416,3 @@ class MlflowMedia:
             except OSError:
                 shutil.copyfile(record.path, staged)
             self._call(client.log_artifact, run_id, staged, path)
-

@@ -465,7 +465,6 @@ def test_mlflow_uploads_again_an_artifact_whose_upload_was_cut_short(
     """The path's tag is set while the files upload, so a tag naming the record does not prove
     they arrived: an upload that failed, or left a short file on the server, is done again in
     the same place when the record is offered again, here and by a replay in a new backend."""
-    pytest.importorskip("mlflow")
     from tracking_mlflow.backend import MlflowBackend
 
     backend, actor, entry, client = _mlflow_actor(mlflow_server, tmp_path)
