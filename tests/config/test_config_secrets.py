@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -410,7 +411,7 @@ def test_property_token_anywhere_is_redacted(data: Any, token: str, template: st
 # -- the quick skip of name-based matching -------------------------------------------------------
 def test_every_word_of_the_name_rule_holds_a_secret_name_part() -> None:
     """The skip is only as good as this: a word added to the rule must hold one of the parts."""
-    words = (*secrets._STRONG_EXACT, *secrets._STRONG_SUFFIXES, *secrets._NOUNS)
+    words = (*secrets._STRONG_EXACT, *secrets._STRONG_SUFFIXES, *secrets._NOUNS, *secrets._PASS_NOUNS)
     assert [w for w in words if not any(p in w for p in secrets.SECRET_NAME_PARTS)] == []
 
 
@@ -424,6 +425,8 @@ name_words = st.sampled_from(
             *secrets._SERVICES,
             *secrets._REFERENCE_AFTER,
             *secrets._NOT_SECRET_FIRST,
+            *secrets._PASS_NOUNS,
+            *secrets._PASS_OWNERS,
             "lr", "seed", "model", "Pass", "KEY", "Token", "x", "value", "ratio",
         }
     )
@@ -465,3 +468,160 @@ def test_property_skipping_name_matching_changes_nothing(text: str) -> None:
     full = Redactor(use_env=False)
     full._may_name_secret = lambda text: True  # type: ignore[method-assign]
     assert quick.redact_text(text) == full.redact_text(text)
+
+
+# -- the value shapes, one test per row of docs/secrets.md's table --------------------------------
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "secrets.md"
+AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+PGP = "-----BEGIN PGP PRIVATE KEY BLOCK-----\nlQOYBGRk\n-----END PGP PRIVATE KEY BLOCK-----"
+PEM = "-----BEGIN RSA PRIVATE KEY-----\nMIIEabc\n-----END RSA PRIVATE KEY-----"
+JWT = (
+    "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0."
+    "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
+)
+
+#: (shape, example, the secret in it, what must be kept): the docs' table, row by row.
+SHAPES: list[tuple[str, Any, str, tuple[str, ...]]] = [
+    ("Hugging Face token", HF_TOKEN, HF_TOKEN, ()),
+    ("OpenAI-style key", SK_KEY, SK_KEY, ()),
+    ("GitHub token", "ghp_" + "a1" * 18, "ghp_" + "a1" * 18, ()),
+    ("GitLab token", "glpat-x9Y8z7W6v5U4t3S2r1Q0", "x9Y8z7W6v5U4t3S2r1Q0", ()),
+    ("Stripe-style key", "sk_live_4eC39HqLyjWDarjtT1zdp7dc", "4eC39HqLyjWDarjtT1zdp7dc", ()),
+    ("AWS access key id", "AKIAABCDEFGHIJKLMNOP", "AKIAABCDEFGHIJKLMNOP", ()),
+    ("Slack token", "xoxb-1234567890-abcdefghij", "1234567890-abcdefghij", ()),
+    ("Google API key", "AIzaSyA1234567890abcdefghijklmnopqrstuv", "SyA1234567890abcdefghij", ()),
+    ("JWT", JWT, "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U", ()),
+    ("PEM private key", PEM, "MIIEabc", ()),
+    ("PGP private key", PGP, "lQOYBGRk", ()),
+    (
+        "URL password",
+        f"postgresql://user:{DB_PASSWORD}@db:5432/x",
+        DB_PASSWORD,
+        ("postgresql://user:", "@db:5432/x"),
+    ),
+    (
+        "URL password holding `@` or `/`",
+        "https://user:p@ss/w0rd@host/x",
+        "ss/w0rd",
+        ("https://user:", "@host/x"),
+    ),
+    (
+        "URL query parameter",
+        "https://h/x?token=T0kenValue123&page=2",
+        "T0kenValue123",
+        ("https://h/x?token=", "&page=2"),
+    ),
+    (
+        "Bearer token",
+        "Authorization: Bearer abcdef0123456789abcdef",
+        "abcdef0123456789abcdef",
+        ("Authorization: Bearer ",),
+    ),
+    ("Authorization header", "Authorization: token ghs0123abc", "ghs0123abc", ("Authorization: token ",)),
+    ("Basic credentials", "Basic dXNlcjpodW50ZXIy", "dXNlcjpodW50ZXIy", ("Basic ",)),
+    (
+        "flag with a value",
+        f"python train.py --wandb-key {WANDB_KEY} --lr 1",
+        WANDB_KEY,
+        ("python train.py --wandb-key ", " --lr 1"),
+    ),
+    ("flag with `=`", "--db-pass=hunter2hunter2", "hunter2", ("--db-pass=",)),
+    (
+        "assignment",
+        "export MYSQL_PWD=hunter2hunter2 && run",
+        "hunter2",
+        ("export MYSQL_PWD=", " && run"),
+    ),
+    ("quoted field", f'{{"api_key": "{DB_PASSWORD}"}}', DB_PASSWORD, ('{"api_key": "',)),
+    ("flag then value, as list items", ["--wandb-key", WANDB_KEY], WANDB_KEY, ("--wandb-key",)),
+    (
+        "variable then value, as list items",
+        ["AWS_SECRET_ACCESS_KEY", AWS_SECRET],
+        AWS_SECRET,
+        ("AWS_SECRET_ACCESS_KEY",),
+    ),
+]
+
+
+def _docs_rows() -> list[tuple[str, Any]]:
+    """(shape, example) of each row of docs/secrets.md's value-shape table."""
+    text = DOCS.read_text()
+    section = text.split("## By value shape", 1)[1].split("\n## ", 1)[0]
+    rows = []
+    for line in section.splitlines():
+        if not line.startswith("| ") or line.startswith("| shape"):
+            continue
+        shape, example, _kept = (cell.strip() for cell in line.strip("|").split(" | "))
+        code = example.strip("`")
+        rows.append((shape, json.loads(code) if code.startswith("[") else code.replace("\\n", "\n")))
+    return rows
+
+
+def test_the_docs_table_and_the_tests_table_are_the_same() -> None:
+    assert _docs_rows() == [(shape, example) for shape, example, _, _ in SHAPES]
+
+
+@pytest.mark.parametrize(("shape", "example", "secret", "kept"), SHAPES, ids=[s[0] for s in SHAPES])
+def test_each_value_shape_is_redacted(shape: str, example: Any, secret: str, kept: tuple[str, ...]) -> None:
+    if isinstance(example, list):
+        outputs = [redact({"v": example})[0]["v"], redact([example])[0][0]]
+        if example[0].startswith("--"):
+            outputs.append(redact_argv(example))
+        for out in outputs:
+            assert out[0] == example[0] and MARKER.fullmatch(out[1]), out
+    else:
+        out = redact_text(example)
+        # everywhere a string goes: a config value, a list item, a key, a record's name
+        config, paths = redact({"v": example, "l": ["x", example], example: 1})
+        assert paths and secret not in json.dumps(config)
+        assert secrets.redact_name(example) == out
+        assert redact_text(out) == out  # idempotent
+        assert MARKER.search(out), out
+        outputs = [out]
+    for out in outputs:
+        assert secret not in json.dumps(out), out
+        for part in kept:
+            assert part in (out if isinstance(out, str) else out[0]), (part, out)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "pass_k=8",
+        "eval/pass@k: 0.5",
+        "PWD=/home/user/run",
+        "forward_pass: 3",
+        "Basic concepts and Basic information",
+        "Authorization: required for every call",
+        "see https://huggingface.co/Qwen/Qwen3-4B?revision=main",
+        "redis://redis.internal:6379/0",
+        "git+https://github.com/org/repo@v1.0",
+        "https://h/x?page=2&sort=asc",
+    ],
+)
+def test_new_shapes_leave_ordinary_text(text: str) -> None:
+    assert redact_text(text) == text
+
+
+def test_lists_of_lower_case_words_are_not_pairs() -> None:
+    data = {"columns": ["input_ids", "token", "attention_mask"], "pass_k": 8, "forward_pass": 2}
+    assert redact(data) == (data, [])
+
+
+def test_db_pass_names() -> None:
+    for name in ("DB_PASS", "MYSQL_PWD", "db-pass", "redis_pass", "POSTGRES_PWD", "admin_pass"):
+        assert classify_name(name) == "secret", name
+    for name in ("pass", "pass_k", "PWD", "forward_pass", "pass_rate", "two_pass"):
+        assert classify_name(name) is None, name
+
+
+def test_names_are_cached_and_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    redactor = Redactor(use_env=False)
+    name = f"https://user:{DB_PASSWORD}@host/x"
+    first = redactor.names[name]
+    assert DB_PASSWORD not in first and first is redactor.names[name]
+    assert redactor.names[1] == "1" and redactor.names[True] == "True"  # 1 == True as dict keys
+    monkeypatch.setattr(secrets.RedactedNames, "MAX_NAMES", 3)
+    for i in range(10):
+        assert redactor.names[f"m{i}"] == f"m{i}"
+        assert len(redactor.names) <= 3

@@ -8,7 +8,8 @@ params can hold), from the plain, redacted section built here.
 
 * :mod:`.convert` — :func:`to_plain`: any host object to sorted JSON data, with a
   :class:`Conversion` for everything lossy.
-* :mod:`.secrets` — :class:`Redactor`, :func:`redact`, :func:`redact_text`, :func:`redact_argv`.
+* :mod:`.secrets` — :class:`Redactor`, :func:`redact`, :func:`redact_text`, :func:`redact_argv`,
+  :func:`redact_name`.
 * :mod:`.keys` — :func:`build_section`: the whole pipeline, keyed by the namespace convention.
 * :mod:`.shaping` — the tracker-neutral shapes: :func:`config_json` (the lossless artifact, at
   :func:`artifact_path`), :func:`config_text` (markdown), :func:`json_text` (one value as JSON).
@@ -27,6 +28,7 @@ from .secrets import (
     fingerprint,
     redact,
     redact_argv,
+    redact_name,
     redact_text,
 )
 from .shaping import CONFIG_FORMAT, artifact_path, config_json, config_text, json_text
@@ -54,6 +56,7 @@ __all__ = [
     "namespace_for",
     "redact",
     "redact_argv",
+    "redact_name",
     "redact_text",
     "to_plain",
 ]

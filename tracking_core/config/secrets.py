@@ -14,7 +14,9 @@ Rules, in order (see :class:`Redactor`):
    ``dbpassword``/``apikey``) or ``key``/``token`` (or plural) right after a qualifier that names a
    credential (``api``, ``access``, ``auth``, ``private``, ``secret``, ``session``, ``wandb``,
    ``hf``, ``github``, ``openai``, ...), or ends in ``key``/``token`` and mentions a service
-   (``MLFLOW_TRACKING_TOKEN``), or is exactly ``token``. The term does not count when the
+   (``MLFLOW_TRACKING_TOKEN``), or is exactly ``token``, or ends in ``pass``/``pwd`` right after
+   a word that owns a password (``DB_PASS``, ``MYSQL_PWD``, ``--redis-pass``: a database, a
+   protocol, ``user``, ``admin``, or a qualifier above). The term does not count when the
    next word makes the name a reference to the secret (``password_file``, ``api_key_path``,
    ``secret_name``, ``stop_token_ids``) or when the name starts with a counting or switching word
    (``num_api_keys``, ``max_tokens``, ``use_auth_token``). A value under a credential name is
@@ -22,13 +24,21 @@ Rules, in order (see :class:`Redactor`):
    (``input_key``, ``fim_pad_token``, ``key``) is replaced only when the value looks like a
    credential: 20+ characters of ``[A-Za-z0-9_+=-]`` with at least 3 digits and 3 letters, or 32+
    hex digits. User regexes (``secret_keys``, ``TRACKING_CORE_SECRET_KEYS``) mark more names.
-3. **By value shape, anywhere** (in every string, and in mapping keys): ``hf_``, ``sk-``,
-   ``ghp_``/``gho_``/``ghu_``/``ghs_``/``ghr_``/``github_pat_``, ``AKIA``/``ASIA``, Slack
-   ``xox?-``, Google ``AIza`` tokens, JWTs, PEM private keys, the password of
-   ``scheme://user:pass@host``, ``Bearer <token>``, and inside command lines or free text
-   ``--<name> VALUE`` / ``--<name>=VALUE`` / ``NAME=VALUE`` / ``"name": "value"`` where the name
-   passes rule 2. User regexes (``patterns``, ``TRACKING_CORE_SECRET_PATTERNS``) add shapes; a
-   pattern with a group named ``secret`` replaces only that group.
+3. **By value shape, anywhere** (in every string, in mapping keys, and in the names of records:
+   see :meth:`Redactor.redact_name`): ``hf_``, ``sk-``,
+   ``ghp_``/``gho_``/``ghu_``/``ghs_``/``ghr_``/``github_pat_``, GitLab ``glpat-``, Stripe
+   ``sk_live_``/``rk_live_`` (and ``_test_``), ``AKIA``/``ASIA``, Slack ``xox?-``, Google
+   ``AIza`` tokens, JWTs, PEM and PGP private key blocks, the password of
+   ``scheme://user:pass@host`` (up to the URL's last ``@``, so a password holding ``@`` or ``/``
+   goes whole), ``Bearer <token>``, the credentials of an ``Authorization:`` header, ``Basic
+   <base64 of user:pass>``, and inside command lines, URL query strings or free text
+   ``--<name> VALUE`` / ``--<name>=VALUE`` / ``NAME=VALUE`` / ``?name=VALUE`` /
+   ``"name": "value"`` where the name passes rule 2. In a list, an item that is a flag
+   (``--wandb-key``) or an environment variable's name (``AWS_SECRET_ACCESS_KEY``) passing rule
+   2 hides the item after it, as on a command line. User regexes (``patterns``,
+   ``TRACKING_CORE_SECRET_PATTERNS``) add shapes; a pattern with a group named ``secret``
+   replaces only that group. docs/secrets.md holds these rules as a table, with an example of
+   each.
 
 A bare 40-hex value (a W&B key, or a git SHA) is therefore replaced only under a credential name.
 
@@ -43,13 +53,14 @@ Redaction paths use the notation of :mod:`tracking_core.config.convert` (``train
 
 from __future__ import annotations
 
+import base64
 import fnmatch
 import functools
 import hashlib
 import json
 import logging
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from .. import settings
@@ -61,6 +72,9 @@ __all__ = [
     "redact",
     "redact_text",
     "redact_argv",
+    "redact_name",
+    "RedactedNames",
+    "NAMES",
     "fingerprint",
     "classify_name",
     "looks_like_credential",
@@ -93,6 +107,17 @@ _STRONG_SUFFIXES = tuple(
     ).split()
 )
 _NOUNS = ("tokens", "token", "keys", "key")
+# ``pass`` / ``pwd`` name a password only after a word that owns one (``DB_PASS``, ``MYSQL_PWD``):
+# alone, or after other words, they are ordinary (``pass_k``, ``forward_pass``, ``$PWD``).
+_PASS_NOUNS = frozenset(("pass", "pwd"))
+_PASS_OWNERS = frozenset(
+    (
+        "db database mysql mariadb postgres postgresql pg psql sql mssql oracle redis mongo "
+        "mongodb cassandra elastic elasticsearch es kafka rabbitmq amqp mq smtp mail email imap "
+        "pop ldap ftp sftp proxy user username admin root login sasl keystore truststore store "
+        "vault router broker"
+    ).split()
+)
 _QUALIFIERS = frozenset(
     (
         "api access secret private auth authentication signing sign encryption license "
@@ -162,6 +187,9 @@ def classify_name(name: str) -> str | None:
             continue
         if _is_strong(word) or _qualified_noun(word):
             return SECRET
+        if word in _PASS_NOUNS and i == last and i > 0:
+            if words[i - 1] in _PASS_OWNERS or words[i - 1] in _QUALIFIERS:
+                return SECRET
         if word in _NOUNS:
             if i > 0 and words[i - 1] in _QUALIFIERS:
                 return SECRET
@@ -205,7 +233,9 @@ def fingerprint(value: Any) -> str:
 # -- value shapes --------------------------------------------------------------------------------
 
 _PEM = re.compile(
-    r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)", re.S
+    r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?"
+    r"(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
+    re.S,
 )
 _TOKENS = re.compile(
     r"(?<![A-Za-z0-9])(?:"
@@ -213,6 +243,8 @@ _TOKENS = re.compile(
     r"|sk-[A-Za-z0-9_\-]{20,}"
     r"|gh[pousr]_[A-Za-z0-9]{30,}"
     r"|github_pat_[A-Za-z0-9_]{30,}"
+    r"|gl(?:pat|ptt|dt|rt)-[A-Za-z0-9_\-]{20,}"
+    r"|[sr]k_(?:live|test)_[A-Za-z0-9]{16,}"
     r"|(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])"
     r"|xox[abprse]-[A-Za-z0-9\-]{10,}"
     r"|AIza[0-9A-Za-z_\-]{35}"
@@ -220,24 +252,45 @@ _TOKENS = re.compile(
     r")"
 )
 # A scheme starts where no scheme character precedes it, so a long "a.b.c..." run is scanned once.
+# The password runs to the URL's last "@" (before any query, fragment, quote or blank): a
+# password holding "@" or "/" goes whole; an "@" later in the path takes the host with it.
 _URL_PASSWORD = re.compile(
-    r"((?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]*://[^\s/:@]*:)([^\s/@]+)(?=@)"
+    r"((?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]*://[^\s/:?#\"']*:)"
+    r"([^\s?#\"']+)(?=@[^\s@?#\"']*(?:[\s?#\"']|\Z))"
 )
 _BEARER = re.compile(r"(\b[Bb]earer[ \t]+)([A-Za-z0-9._~+/=\-]{16,})")
+# An HTTP Authorization header (or a field named so): after a scheme the credentials go, whatever
+# they look like; without one, a token of 16+ characters does (prose such as "Authorization:
+# required" stays).
+_AUTHORIZATION = re.compile(
+    r"(\b(?:[Pp]roxy-)?[Aa]uthorization[\"']?[ \t]*[:=][ \t]*[\"']?)(?:"
+    r"((?:Basic|Bearer|Digest|Token|Negotiate|NTLM|AWS4-HMAC-SHA256|basic|bearer|token)[ \t]+)"
+    r"(?!<redacted)([^\s\"',;]+)"
+    r"|([A-Za-z0-9._~+/=\-]{16,}))"
+)
+# ``Basic <base64>`` alone counts when the base64 decodes to ``user:password``.
+_BASIC = re.compile(r"(\b[Bb]asic[ \t]+)([A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])")
 _FLAG = re.compile(
     r"(?<![\w\-])(--[A-Za-z0-9][A-Za-z0-9_.\-]*)(=|[ \t]+)"
     r"(<redacted(?: sha256:[0-9a-f]{8})?>|\"[^\"]*\"|'[^']*'|(?!-)[^\s\"']+)"
 )
+# ":" then "//" is a URL's scheme, not an assignment: skipping it keeps the value pattern from
+# swallowing the URL, so the query's first ``?token=VALUE`` is matched like any later ``&token=``.
 _ASSIGN = re.compile(
-    r"(?<![\w\-.])([\"']?)([A-Za-z_][A-Za-z0-9_.\-]*)\1([ \t]*[=:][ \t]*)"
+    r"(?<![\w\-.])([\"']?)([A-Za-z_][A-Za-z0-9_.\-]*)\1([ \t]*(?:=|:(?!//))[ \t]*)"
     r"(<redacted(?: sha256:[0-9a-f]{8})?>|\"[^\"]*\"|'[^']*'|[^\s,;&\"'}\]]+)"
 )
 # Cheap tests first: most config strings hold none of these and skip the regexes.
-_QUICK_TOKENS = re.compile(r"hf_|sk-|gh[pousr]_|github_pat_|A[KS]IA|xox|AIza|eyJ|-----BEGIN")
+_QUICK_TOKENS = re.compile(
+    r"hf_|sk-|gh[pousr]_|github_pat_|gl(?:pat|ptt|dt|rt)-|k_live_|k_test_|A[KS]IA|xox|AIza|eyJ"
+    r"|-----BEGIN"
+)
 #: Every name that :func:`classify_name` calls secret or maybe holds one of these, in some case
 #: (each word of rule 2 does): a text without them names no secret, so its ``--name value`` and
 #: ``name = value`` need no matching (code and math in model outputs are full of ``=`` and ``:``).
-SECRET_NAME_PARTS = ("key", "token", "pass", "secret", "cred")
+SECRET_NAME_PARTS = ("key", "token", "pass", "secret", "cred", "pwd")
+#: An environment variable's name (``AWS_SECRET_ACCESS_KEY``): in a list, it names the next item.
+_ENV_NAME = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+|[A-Z]{2,}")
 
 
 def _split_list(text: str) -> list[str]:
@@ -326,6 +379,8 @@ class Redactor:
         self._keys: dict[str, tuple[str, str | None]] = {}
         self._allow_exact = frozenset(k for k in allow if not any(c in k for c in "*?["))
         self._allow_globs = tuple(k for k in allow if k not in self._allow_exact)
+        #: Record names as redacted (``names[key]``): see :meth:`redact_name`.
+        self.names = RedactedNames(self.redact_text)
 
     # -- rules ---------------------------------------------------------------------------------
 
@@ -372,6 +427,12 @@ class Redactor:
             return False
         return kind == SECRET
 
+    def redact_name(self, name: Any) -> str:
+        """A record's name (run, tag, metric, table, column, text, artifact) with every secret
+        shape replaced (rule 3), as a ``str``. Cached: the same metric name comes millions of
+        times. ``self.names[name]`` is the same answer at the cost of a dict lookup."""
+        return self.names[name]
+
     # -- text ----------------------------------------------------------------------------------
 
     def redact_text(self, text: str) -> str:
@@ -385,6 +446,10 @@ class Redactor:
             text = _URL_PASSWORD.sub(lambda m: m.group(1) + self.mask(m.group(2)), text)
         if "earer" in text:
             text = _BEARER.sub(lambda m: m.group(1) + self.mask(m.group(2)), text)
+        if "uthorization" in text:
+            text = _AUTHORIZATION.sub(self._authorization_match, text)
+        if "asic" in text:
+            text = _BASIC.sub(self._basic_match, text)
         flag, assign = "--" in text, "=" in text or ":" in text
         if (flag or assign) and (self.secret_keys or self._may_name_secret(text)):
             if flag:
@@ -394,6 +459,20 @@ class Redactor:
         for pattern in self.patterns:
             text = pattern.sub(self._user_match, text)
         return text
+
+    def _authorization_match(self, m: re.Match[str]) -> str:
+        if m.group(3) is not None:
+            return m.group(1) + m.group(2) + self.mask(m.group(3))
+        return m.group(1) + self.mask(m.group(4))
+
+    def _basic_match(self, m: re.Match[str]) -> str:
+        try:
+            decoded = base64.b64decode(m.group(2), validate=True)
+        except ValueError:  # binascii.Error: not base64 (an ordinary word after "Basic")
+            return m.group(0)
+        if b":" not in decoded:
+            return m.group(0)
+        return m.group(1) + self.mask(m.group(2))
 
     @staticmethod
     def _may_name_secret(text: str) -> bool:
@@ -489,10 +568,42 @@ class Redactor:
         if kind is dict or isinstance(value, Mapping):
             return self._walk_mapping(value, path, paths)
         if kind is list or isinstance(value, (list, tuple)):
-            return [self._walk(item, index_path(path, i), paths) for i, item in enumerate(value)]
+            return self._walk_list(value, path, paths)
         if isinstance(value, str):
             return self._walk(str(value), path, paths)
         return value
+
+    def _walk_list(self, value: Sequence[Any], path: str, paths: list[str]) -> list[Any]:
+        out = [self._walk(item, index_path(path, i), paths) for i, item in enumerate(value)]
+        for i in self._named_items(value):
+            if not _MARKER.fullmatch(str(out[i])):
+                out[i] = self.mask(value[i])
+                paths.append(index_path(path, i))
+        return out
+
+    def _named_items(self, items: Sequence[Any]) -> list[int]:
+        """The indices of items that the item before names as a secret: ``["--wandb-key", KEY]``
+        (a command line kept as a list) or ``["AWS_SECRET_ACCESS_KEY", VALUE]`` (an environment
+        kept as pairs). Lower-case words are left: a list of column names holds ``token``."""
+        hidden: list[int] = []
+        for i in range(len(items) - 1):
+            item = items[i]
+            if type(item) is not str or not item:
+                continue
+            if item[0] == "-":
+                name = item.lstrip("-")
+                if not name or "=" in name:
+                    continue
+            elif item[0].isupper() and _ENV_NAME.fullmatch(item):
+                name = item
+            else:
+                continue
+            nxt = items[i + 1]
+            if isinstance(nxt, str) and nxt.startswith("--"):
+                continue
+            if not self.is_allowed(name) and self._hides(self.name_kind(name), nxt):
+                hidden.append(i + 1)
+        return hidden
 
     def _walk_mapping(
         self, value: Mapping[Any, Any], path: str, paths: list[str]
@@ -529,6 +640,28 @@ class Redactor:
             else:
                 out[new_key] = self._walk(val, child_path(path, str(new_key)), paths)
         return out
+
+
+class RedactedNames(dict[Any, str]):
+    """Name -> the name as ``str`` with its secret shapes replaced, filled on first use.
+
+    ``names[key]`` costs one dict lookup once a name has been seen (the pump looks up every key
+    of every record). At most :data:`MAX_NAMES` names are kept; past that the cache starts
+    over. Only ``str`` names are kept: ``1`` and ``True`` are one dict key but two names."""
+
+    MAX_NAMES = 65536
+
+    def __init__(self, redact: Callable[[str], str]) -> None:
+        super().__init__()
+        self._redact = redact
+
+    def __missing__(self, key: Any) -> str:
+        if type(key) is not str:
+            return self._redact(str(key))
+        if len(self) >= self.MAX_NAMES:
+            self.clear()
+        value = self[key] = self._redact(key)
+        return value
 
 
 def _copy(value: Any) -> Any:
@@ -571,3 +704,14 @@ def redact_text(text: str, redactor: Redactor | None = None) -> str:
 def redact_argv(argv: Sequence[str], redactor: Redactor | None = None) -> list[str]:
     """Redact an argument vector (``sys.argv``); see :meth:`Redactor.redact_argv`."""
     return (redactor or default_redactor()).redact_argv(argv)
+
+
+#: Record names redacted by the built-in rules and the environment's additions in force when each
+#: name is first seen: ``NAMES[key]``, one dict lookup for a name seen before (the pump's path).
+NAMES = RedactedNames(lambda name: default_redactor().redact_text(name))
+
+
+def redact_name(name: Any, redactor: Redactor | None = None) -> str:
+    """Redact a record's name (run, tag, metric, column, artifact) with ``redactor`` (default:
+    :data:`NAMES`); see :meth:`Redactor.redact_name`."""
+    return (redactor.names if redactor is not None else NAMES)[name]

@@ -28,6 +28,7 @@ import time
 from collections.abc import Callable
 from typing import IO, Any
 
+from ..config.secrets import redact_argv
 from .modes import Delivery
 from .plan import Plan
 from .stream import Message
@@ -67,7 +68,8 @@ class ProcessDelivery:
         first = {
             "plan": json.loads(self.plan.to_json()),
             "log_level": logging.getLogger("tracking_core").getEffectiveLevel(),
-            "argv": list(getattr(sys, "argv", None) or []),
+            # The command line crosses redacted: the trackers there record it (W&B, SwanLab).
+            "argv": redact_argv(getattr(sys, "argv", None) or []),
         }
         proc = subprocess.Popen(
             [sys.executable, "-m", "tracking_core.delivery.process"],
