@@ -379,6 +379,7 @@ class Run:
         except Exception as exc:  # noqa: BLE001
             log.warning("log_artifact: cannot read %s (%s: %s); nothing logged", path, type(exc).__name__, exc)
             return
+        held.key = kinds.NAMES[held.key]  # a name is data every tracker keeps: no secret in it
         self._intake.artifact(held)
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -586,6 +587,7 @@ def start_run(
     accepted for compatibility and ignored: start never waits.
     """
     manager = get_plugin_manager()
+    tags = _redacted_tags(tags)
     resumed = RunHandle.parse(handle) if handle is not None else None
     if resumed is not None:
         names, source = list(resumed.backends), "the resumed run handle"
@@ -637,10 +639,22 @@ def _new_handle(args: Any, tracking_dir: Any, name: str | None, run_id: str | No
     rid = run_id or new_run_id()
     return RunHandle(
         run_id=rid,
-        name=name or rid,
+        name=kinds.NAMES[name] if name else rid,  # trackers keep the name: no secret in it
         tracking_dir=str(Path(opts.tracking_dir(args, tracking_dir)).absolute()),
         key_style=opts.key_style(args, key_style),
     )
+
+
+def _redacted_tags(tags: Mapping[str, str] | None) -> dict[str, str]:
+    """The run's tags with secret shapes replaced in keys and values, and the value of a tag
+    whose key names a credential replaced whole (the config's rules: docs/secrets.md)."""
+    from .config import redact, to_plain
+
+    try:
+        return dict(redact(to_plain(dict(tags or {}))[0])[0])
+    except Exception as exc:  # noqa: BLE001 - start never raises over a tag
+        log.warning("start_run(tags=...) is not a mapping of name to text (%s: %s); no tags", type(exc).__name__, exc)
+        return {}
 
 
 def _context(handle: RunHandle, options: Mapping[str, Any], tags: Mapping[str, str] | None) -> RunContext:

@@ -173,7 +173,7 @@ class Intake:
     def _row(self, ts: float, metrics: Mapping[Any, Any], step: Any, step_key: Any) -> dict[str, Any] | None:
         values: dict[str, float | str] = {}
         for key, raw in metrics.items():
-            name = key if isinstance(key, str) else str(key)
+            name = kinds.NAMES[key]  # the name as str, secret shapes replaced (cached)
             value = to_float(raw)
             if value is None:
                 self.skipped[self.prefix + name] += 1
@@ -202,7 +202,7 @@ class Intake:
             return None
 
     def _rich(self, kind: str, ts: float, key: Any, value: Any, step: Any, step_key: Any, bins: int = 0) -> dict[str, Any] | None:
-        name = key if isinstance(key, str) else str(key)
+        name = kinds.NAMES[key if isinstance(key, str) else str(key)]  # secret shapes replaced
         obj: dict[str, Any] = {"n": self.next_n, "t": kind, "ts": ts, "k": name}
         try:
             if kind == "table":

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .. import settings
+from ..config.secrets import NAMES
 from ..records import ArtifactRecord, Cell, HistogramRecord, TableRecord, TextRecord
 from .journal import encode_value
 
@@ -101,7 +102,8 @@ def cell(value: Any, redactor: Any) -> Cell:
 
 
 def table_entry(rows: Any, redact: bool) -> tuple[list[str], list[list[Cell]]]:
-    """Columns (in the order they first appear) and rows of plain cells."""
+    """Columns (in the order they first appear; secret shapes in their names replaced, as in
+    every record's name, whatever ``redact`` says of the cells) and rows of plain cells."""
     if _is_dataframe(rows):
         columns = [str(c) for c in rows.columns]
         dicts: Iterable[Mapping[Any, Any]] = (
@@ -124,7 +126,7 @@ def table_entry(rows: Any, redact: bool) -> tuple[list[str], list[list[Cell]]]:
     for row in dicts:
         by_name = {str(k): v for k, v in row.items()}
         out.append([cell(by_name.get(c), redactor) for c in columns])
-    return columns, out
+    return [NAMES[c] for c in columns], out
 
 
 def text_entry(text: Any, redact: bool) -> str:
