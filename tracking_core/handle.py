@@ -45,6 +45,10 @@ class RunHandle:
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> RunHandle:
+        for required in ("run_id", "tracking_dir"):
+            if not isinstance(data.get(required), str) or not data[required]:
+                found = "missing" if required not in data else f"{data[required]!r}"
+                raise malformed(f"{required!r} must be a non-empty string ({found})")
         try:
             backends = {str(k): dict(v) for k, v in dict(data.get("backends") or {}).items()}
             pending = [str(p) for p in data.get("pending") or []]
@@ -64,41 +68,30 @@ class RunHandle:
                 version=int(data.get("version", 2)),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise ValueError(
-                f"malformed tracking-core run handle ({type(exc).__name__}: {exc}); a handle is "
-                f"the JSON that Run.handle.to_json() produced (set in ${RUN_ENV} by start_run), "
-                f"like {EXAMPLE}"
-            ) from exc
+            raise malformed(f"{type(exc).__name__}: {exc}") from exc
 
     @classmethod
     def parse(cls, value: RunHandle | Mapping[str, Any] | str | os.PathLike[str]) -> RunHandle:
-        """A handle from a handle, a mapping, its JSON, or the path of a saved ``handle.json``."""
+        """A handle from a handle, a mapping, its JSON, or the path of a saved ``handle.json``
+        (or of the run folder holding it). Anything else is one ``ValueError`` that says the
+        handle is malformed and what a handle looks like."""
         if isinstance(value, RunHandle):
             return value
         if isinstance(value, Mapping):
             return cls.from_mapping(value)
+        if not isinstance(value, (str, os.PathLike)):
+            raise malformed(f"a {type(value).__name__}, not its JSON or a path")
         text = os.fspath(value)
-        if not text.lstrip().startswith("{"):
-            path = Path(text)
-            if path.is_dir():
-                path = path / HANDLE_FILE
-            try:
-                text = path.read_text()
-            except OSError as exc:
-                raise ValueError(f"cannot read run handle {path}: {exc}") from exc
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ValueError(
-                f"malformed tracking-core run handle: not valid JSON ({exc}); a handle is the "
-                f"JSON that Run.handle.to_json() produced, like {EXAMPLE}"
-            ) from exc
-        if not isinstance(data, Mapping):
-            raise ValueError(
-                f"malformed tracking-core run handle: a JSON {type(data).__name__}, not an "
-                f"object; a handle looks like {EXAMPLE}"
-            )
-        return cls.from_mapping(data)
+        if not isinstance(text, str):
+            raise malformed("a bytes path; pass it as str")
+        if not text.strip():
+            raise malformed("an empty string")
+        data = _json_object(text)
+        if data is not None:
+            return cls.from_mapping(data)
+        if text.lstrip()[0] in "{[\"":
+            raise malformed(_not_an_object(text))
+        return cls.from_mapping(_read_saved(Path(text)))
 
     @property
     def run_dir(self) -> Path:
@@ -112,9 +105,55 @@ class RunHandle:
         return path
 
 
+def malformed(why: str) -> ValueError:
+    """The one error for a handle that cannot be used: why, and what a handle looks like."""
+    return ValueError(
+        f"malformed tracking-core run handle: {why}; a handle is the JSON that "
+        f"Run.handle.to_json() produced (set in ${RUN_ENV} by start_run), or the path of a saved "
+        f"{HANDLE_FILE}, like {EXAMPLE}"
+    )
+
+
+def _json_object(text: str) -> Mapping[str, Any] | None:
+    """``text`` as a JSON object, or None when it is not one."""
+    try:
+        data = json.loads(text)
+    except ValueError:  # JSONDecodeError, or a number too long to convert
+        return None
+    return data if isinstance(data, Mapping) else None
+
+
+def _not_an_object(text: str) -> str:
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        return f"not valid JSON ({exc})"
+    return f"a JSON {type(data).__name__}, not an object"
+
+
+def _read_saved(path: Path) -> Mapping[str, Any]:
+    """The JSON object saved at ``path`` (a ``handle.json``, or the folder holding one)."""
+    if path.is_dir():
+        path = path / HANDLE_FILE
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        why = getattr(exc, "strerror", None) or exc
+        raise malformed(f"neither a handle's JSON nor a readable saved handle ({path}: {why})") from exc
+    data = _json_object(text)
+    if data is None:
+        raise malformed(f"{path} holds no handle: {_not_an_object(text)}")
+    return data
+
+
 def find_handle(handle: Any = None, args: Any = None) -> RunHandle | None:
-    """The handle from, in order: the explicit value, ``args.tracking_run``, ``$TRACKING_CORE_RUN``."""
-    for value in (handle, getattr(args, ARGS_ATTR, None), settings.get(RUN_ENV)):
+    """The handle from, in order: the explicit value, ``args.tracking_run``, ``$TRACKING_CORE_RUN``.
+    A malformed one is a ``ValueError`` that names where it came from."""
+    sources = (("handle=", handle), (f"args.{ARGS_ATTR}", getattr(args, ARGS_ATTR, None)), (f"${RUN_ENV}", settings.get(RUN_ENV)))
+    for source, value in sources:
         if value:
-            return RunHandle.parse(value)
+            try:
+                return RunHandle.parse(value)
+            except ValueError as exc:
+                raise ValueError(f"{source} {value!r:.80}: {exc}") from exc
     return None

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 import os
 import socket
 import threading
@@ -47,6 +48,8 @@ log = logging.getLogger("tracking_core.runs")
 
 DEFAULT_FLUSH_INTERVAL = 0.5
 DEFAULT_FINISH_TIMEOUT = 30.0
+#: The longest timeout taken as given (a year): a thread cannot wait much longer (``inf`` raises).
+MAX_TIMEOUT = 365 * 86400.0
 #: How long a finishing primary waits, at most, for the other writers of the run on its node.
 PEER_TIMEOUT = 10.0
 
@@ -320,8 +323,15 @@ class Run:
             return
         try:
             self._append(("row", time.time(), dict(metrics), step, step_key))
-        except (TypeError, ValueError) as exc:
-            self._warn_once("metrics", "log_metrics needs a mapping of name to number, not %s (%s); nothing logged", type(metrics).__name__, exc)
+        except Exception as exc:  # noqa: BLE001 - a lazy view may raise anything while it is read
+            self._warn_once(
+                "metrics",
+                "log_metrics needs a mapping of name to number; reading the %s raised %s: %s; "
+                "nothing logged (later calls that fail so are not told again)",
+                type(metrics).__name__,
+                type(exc).__name__,
+                exc,
+            )
 
     # -- the rich kinds ------------------------------------------------------------------------
     def log_table(self, key: str, rows: Any, *, step: int | None = None, step_key: str | None = None) -> None:
@@ -387,6 +397,7 @@ class Run:
         """Deliver what was logged so far to every backend; True if all of it arrived in time
         (False at once for a backend that is down). A secondary waits, up to ``timeout``, for
         the primary to open the run in each backend: until then its records have nowhere to go."""
+        timeout = self._seconds("flush", timeout, None)
         if not self._usable("flush") or self._delivery is None:
             return self._delivery is None and self._state is None
         started = time.monotonic()
@@ -403,6 +414,7 @@ class Run:
         a secondary detaches. A backend that is down is given one probe, not the whole timeout.
         What a backend did not take stays in the journal for ``tracking-core sync``, and the
         summary says what is missing where. Never raises."""
+        timeout = self._seconds("finish", timeout, DEFAULT_FINISH_TIMEOUT)  # type: ignore[assignment]
         if self._state == "forked":
             self._usable("finish")
             return FinishSummary(RunStatus.FINISHED, drained=False)
@@ -425,6 +437,32 @@ class Run:
         level = logging.INFO if summary.drained else logging.WARNING
         log.log(level, "tracking-core %s", summary.describe())
         return summary
+
+    def _seconds(self, what: str, value: Any, default: float | None) -> float | None:
+        """A ``timeout`` argument as seconds (never raises): a number as it is, None as
+        ``default`` (None for flush: no bound), a numeric string as its number, a negative as 0,
+        anything else (NaN, a non-numeric string) as ``default``; all but None and a number
+        warned once. The longest wait a thread can take bounds it."""
+        if value is None:
+            return default
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value:
+            return min(float(value), MAX_TIMEOUT)  # +inf too
+        try:
+            seconds = float(value)
+        except Exception:  # noqa: BLE001 - an object whose __float__ raises anything
+            seconds = math.nan
+        if math.isnan(seconds):
+            used: float | None = default
+        else:
+            used = min(max(seconds, 0.0), MAX_TIMEOUT)
+        self._warn_once(
+            f"timeout-{what}",
+            "%s(timeout=%.40r) is not a number of seconds >= 0; %s",
+            what,
+            value,
+            "waiting without a bound" if used is None else f"using {used:g} s",
+        )
+        return used
 
     def _finish(self, timeout: float, status: RunStatus) -> FinishSummary:
         deadline = time.monotonic() + timeout
