@@ -132,6 +132,7 @@ class Run:
         self._lock = threading.Lock()
         self._handle_lock = threading.RLock()  # save_handle takes it too
         self._local_unusable = False  # said once: later local writes fail quietly
+        self._saved_configs: dict[Path, str] = {}
         writer = self._open_journal(specs, options, journal) if specs else None
         self.journal = writer.folder if writer is not None else None
         self._writer = writer
@@ -219,7 +220,7 @@ class Run:
             "options": replay_options(options, [s.name for s in specs]),
         }
         try:
-            return JournalWriter(folder, meta, settings.segment_bytes())
+            return JournalWriter(folder, meta, settings.segment_bytes(), on_recreated=self._save_again)
         except JournalUnavailable as exc:
             self._local_unusable = True
             log.warning(
@@ -284,6 +285,7 @@ class Run:
 
     def _save_config(self, section: ConfigSection, text: str) -> None:
         path = self.handle.run_dir / "config" / f"{section.namespace}.json"
+        self._saved_configs[path] = text  # saved again should a cleaner delete them
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             replace_text(path, text)
@@ -298,6 +300,17 @@ class Run:
         except OSError as exc:
             self._local_failed("save-handle", "could not save the run handle in %s (%s); resume and sync need it", self.handle.run_dir, exc)
             return None
+
+    def _save_again(self) -> None:
+        """The journal was deleted under the run (a cleaner): the run handle and the saved
+        configs most likely went with it, and resume and sync need them; saved again, quietly."""
+        self.save_handle()
+        for path, text in list(self._saved_configs.items()):
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                replace_text(path, text)
+            except OSError:
+                pass
 
     def _local_failed(self, kind: str, msg: str, *args: Any) -> None:
         if self._local_unusable:
@@ -478,13 +491,18 @@ class Run:
                 self._delivery.drain(self._intake.pump(), max(0.0, peers_until - time.monotonic()))
             await_peers(self.handle.tracking_dir, self.run_id, self.journal, peers_until)
         end_n = self._intake.end(status.value, max(0.0, (deadline - time.monotonic()) / 2))
+        if self._writer is not None:
+            self._writer.seal()  # the folder goes when delivered: no longer made again if gone
         report: dict[str, Any] = {}
         if self._delivery is not None:
             report = self._delivery.finish(end_n, max(0.0, deadline - time.monotonic()))
         self._intake.stop()
         if self._writer is not None:
             self._writer.close()
-        return FinishSummary.from_report(status, self._intake, report, self._names)
+        summary = FinishSummary.from_report(status, self._intake, report, self._names)
+        if self._writer is not None:
+            summary.journal_recreated = self._writer.recreated
+        return summary
 
     def _usable(self, what: str) -> bool:
         if self._state is None and os.getpid() == self._pid:

@@ -34,6 +34,8 @@ class FinishSummary:
     skipped: dict[str, int] = field(default_factory=dict)
     not_journaled: int = 0
     bad_lines: int = 0
+    #: times the journal folder was found deleted during the run (a cleaner) and made again
+    journal_recreated: int = 0
     backends: dict[str, dict[str, Any]] = field(default_factory=dict)
     outstanding: dict[str, str] = field(default_factory=dict)
 
@@ -93,6 +95,8 @@ class FinishSummary:
             text += f"; {self.not_journaled} records could not be journaled (disk) and went from memory"
         if self.bad_lines:
             text += f"; {self.bad_lines} unreadable journal line(s) skipped"
+        if self.journal_recreated:
+            text += f"; the journal folder was deleted during the run and made again ({self.journal_recreated}x)"
         if self.journal:
             text += f"; what is missing is kept in {self.journal}: run `tracking-core sync`"
         return text

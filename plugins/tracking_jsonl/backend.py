@@ -34,6 +34,9 @@ class JsonlBackend:
         self._fd: int | None = None
 
     def _write(self, objs: Sequence[Mapping[str, Any]]) -> None:
+        if self._fd is not None and os.fstat(self._fd).st_nlink == 0:
+            os.close(self._fd)  # deleted under the run (a cleaner): go on in a new file there
+            self._fd = None
         if self._fd is None:
             self.dir.mkdir(parents=True, exist_ok=True)
             self._fd = os.open(self.dir / self.file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)

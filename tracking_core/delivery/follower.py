@@ -22,17 +22,21 @@ from pathlib import Path
 from typing import Any
 
 from ..context import RunContext
+from ..files import replace_text
 from ..plugins import PluginManager
 from ..registry import BackendSpec
 from . import snapshot
 from .journal import (
     FOLLOWER_LOCK,
+    META,
     Acks,
     append_end,
+    copy_segment,
     first_record,
     outstanding,
     remove,
     scan,
+    segment_name,
     segments,
     try_lock,
 )
@@ -91,6 +95,9 @@ class Follower:
         self.finished: dict[str, Any] | None = None
         self._first_n: dict[int, int] = {}
         self._stop = threading.Event()
+        self._finishing = threading.Lock()  # one finish, whoever asks (a request, the orphan path)
+        self._guard = threading.Lock()  # the lock descriptor: swapped by _relock, closed at the end
+        self._meta = _read_text(folder / META) if folder is not None else None  # see _restore
         self._housekeeper = threading.Thread(
             target=self._housekeeping, name="tracking-core-follower", daemon=True
         )
@@ -137,12 +144,17 @@ class Follower:
 
     def replay_end(self, status: str = "KILLED") -> int:
         """The writer is gone: read the journal to its end, journal its end if it died before
-        doing so, and return the end's record number."""
+        doing so, and return the end's record number (the one finished with, once finished)."""
         assert self.folder is not None
-        last, end, _ = scan(self.folder)
-        if end is None:
-            end = last + 1
-            append_end(self.folder, end, status)
+        with self._finishing:
+            if self.finished is not None and self.end_n is not None:
+                return self.end_n  # finished meanwhile (and maybe removed): nothing to read
+            if not (self.folder / META).exists():
+                self._restore()
+            last, end, _ = scan(self.folder)
+            if end is None:
+                end = last + 1
+                append_end(self.folder, end, status)
         for worker in self.workers.values():
             worker.final = True
             worker.wake()
@@ -150,9 +162,14 @@ class Follower:
 
     def finish(self, end_n: int, timeout: float | None) -> dict[str, Any]:
         """Deliver up to the end within ``timeout``, then apply the completion rule: remove
-        the journal when nothing is outstanding. Returns :meth:`report`."""
-        if self.finished is not None:
+        the journal when nothing is outstanding. Returns :meth:`report`. Done once: a second
+        call (another thread asking at the same time) waits for the first and gets its report."""
+        with self._finishing:
+            if self.finished is None:
+                self.finished = self._finish(end_n, timeout)
             return self.finished
+
+    def _finish(self, end_n: int, timeout: float | None) -> dict[str, Any]:
         self.end_n = end_n
         self.drain(end_n, timeout, wait_for_open=False)
         self._stop.set()
@@ -167,21 +184,13 @@ class Follower:
         if self.folder is not None:
             if not report["outstanding"]:
                 remove(self.folder)
-            if self._lock_fd is not None:
-                os.close(self._lock_fd)
-                self._lock_fd = None
-        self.finished = report
+            self._let_go()
         return report
 
     def forget(self) -> None:
         """In a child forked from the process that runs this follower: let go of the inherited
         lock descriptor (the parent keeps the lock) without touching anything."""
-        if self._lock_fd is not None:
-            try:
-                os.close(self._lock_fd)
-            except OSError:
-                pass
-            self._lock_fd = None
+        self._let_go()
 
     def stop(self) -> None:
         """Stop delivering at once (what is not done stays in the journal)."""
@@ -189,9 +198,74 @@ class Follower:
         for worker in self.workers.values():
             worker.stop()
         self.acks.save()
-        if self._lock_fd is not None:
-            os.close(self._lock_fd)
-            self._lock_fd = None
+        self._let_go()
+
+    def _let_go(self) -> None:
+        with self._guard:
+            if self._lock_fd is not None:
+                try:
+                    os.close(self._lock_fd)
+                except OSError:
+                    pass
+                self._lock_fd = None
+
+    # -- a folder deleted under the run (a cleaner, ``rm -rf`` of old runs) ----------------------
+    def _relock(self) -> None:
+        """The journal's folder was deleted and made again (by its writer, or :meth:`_restore`):
+        hold the new ``follower.lock`` as the old one was held, under the same descriptor, so
+        that a ``tracking-core sync`` started now still steps aside."""
+        with self._guard:
+            held_fd = self._lock_fd
+            if self.folder is None or held_fd is None:
+                return
+            try:
+                if os.fstat(held_fd).st_nlink or not (self.folder / META).exists():
+                    return
+                fd = try_lock(self.folder / FOLLOWER_LOCK)
+            except OSError:
+                return
+            if fd is not None:
+                os.dup2(fd, held_fd)  # the old lock was on a file nobody can open any more
+                os.close(fd)
+
+    def _restore(self) -> None:
+        """The folder was deleted and its writer is gone without making it again: make it
+        again from what this follower still holds, ``meta.json`` as read at the start and each
+        reader's open segment, copied into segments numbered after it (the readers read their
+        own copy to its end, then these, skipping the numbers they have seen), so that the
+        run's end can be journaled and ``tracking-core sync`` finds what is left."""
+        assert self.folder is not None
+        if self._meta is None:
+            return
+        # While the folder is gone no reader moves on (there is no next segment), so their
+        # descriptors stay open until these copies of them are taken.
+        held: dict[int, int] = {}
+        for worker in self.workers.values():
+            reader = worker.stream.reader
+            spot = reader.held() if reader is not None else None
+            if spot is not None and spot[0] not in held:
+                held[spot[0]] = os.dup(spot[1])
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            replace_text(self.folder / META, self._meta)
+            index = max(held, default=-1) + 1
+            for _old, fd in sorted(held.items()):
+                copy_segment(fd, self.folder / segment_name(index))
+                index += 1
+        except OSError as exc:
+            log.warning("tracking-core could not make the deleted journal %s again (%s)", self.folder, exc)
+            return
+        finally:
+            for fd in held.values():
+                os.close(fd)
+        self._relock()
+        log.warning(
+            "tracking-core's journal %s was deleted (a cleaner or an `rm -rf` of the tracking "
+            "directory?) and its writer ended before making it again; it was made again from "
+            "what delivery still held (%d segment(s)); records journaled after those are lost",
+            self.folder,
+            len(held),
+        )
 
     # -- state --------------------------------------------------------------------------------
     def report(self) -> dict[str, Any]:
@@ -211,6 +285,7 @@ class Follower:
         reported = 0
         while not self._stop.wait(HOUSEKEEPING):
             try:
+                self._relock()
                 self.acks.save()
                 self._collect()
                 bad = max((w.stream.bad for w in self.workers.values()), key=lambda b: b.count, default=None)
@@ -250,3 +325,10 @@ class Follower:
                 path.unlink()
             except OSError:
                 return
+
+
+def _read_text(path: Path) -> str | None:
+    try:
+        return path.read_text()
+    except OSError:
+        return None

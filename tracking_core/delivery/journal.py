@@ -35,7 +35,7 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -151,17 +151,32 @@ class JournalWriter:
     error) raises ``OSError`` and leaves no cut line behind: the partial bytes are truncated
     away, or, where even that fails, the next write starts on a new line so that only the cut
     line is bad (and :class:`SegmentReader` finds the records after it).
+
+    A folder deleted under the run (a cleaner) is noticed after the write that met it (the
+    segment has no name left) and made again, with one warning: see :meth:`_recreate`.
     """
 
-    def __init__(self, folder: Path, meta: Mapping[str, Any], segment_bytes: int) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        meta: Mapping[str, Any],
+        segment_bytes: int,
+        on_recreated: Callable[[], None] | None = None,
+    ) -> None:
         self.folder = folder
         self.segment_bytes = segment_bytes
+        self._meta = json.dumps({"format": FORMAT, **meta}, default=str, indent=1)
+        self._on_recreated = on_recreated
+        #: How many times the folder was found deleted under the run and made again.
+        self.recreated = 0
+        self._vanished = False
+        self._sealed = False
         try:
             folder.mkdir(parents=True, exist_ok=True)
             self._lock_fd = try_lock(folder / WRITER_LOCK)
             if self._lock_fd is None:
                 raise JournalUnavailable(errno.EBUSY, "journal folder in use by another process", str(folder))
-            replace_text(folder / META, json.dumps({"format": FORMAT, **meta}, default=str, indent=1))
+            replace_text(folder / META, self._meta)
             self.index = -1
             self._fd = -1
             self._open_segment(0)
@@ -172,7 +187,8 @@ class JournalWriter:
         self.closed = False
 
     def _open_segment(self, index: int) -> None:
-        fd = os.open(self.folder / segment_name(index), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        # Readable too: a segment deleted under the writer is copied from this descriptor.
+        fd = os.open(self.folder / segment_name(index), os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
         if self._fd >= 0:
             os.close(self._fd)
         self._fd, self.index, self.size = fd, index, 0
@@ -208,6 +224,8 @@ class JournalWriter:
     def _append(self, data: bytes) -> None:
         if self.closed:
             raise JournalUnavailable(errno.EBADF, "journal closed", str(self.folder))
+        if self._vanished:
+            self._recreate()  # OSError while it cannot be made: the records go elsewhere
         if self._cut:
             data = b"\n" + data
         written = 0
@@ -229,8 +247,74 @@ class JournalWriter:
             raise
         self.size += len(data)
         self._cut = False
+        self._check_deleted()
         if self.size >= self.segment_bytes:
             self._rotate()  # where that fails, this one grows; the next write tries again
+
+    # -- a folder deleted under the run (a cleaner, ``rm -rf`` of old runs) ----------------------
+    def _check_deleted(self) -> None:
+        """After each write (one ``fstat``): a segment with no name left was deleted with its
+        folder, and what was just written went with it unless the folder is made again now."""
+        if self._sealed:
+            return
+        try:
+            gone = os.fstat(self._fd).st_nlink == 0
+        except OSError:
+            return
+        if gone:
+            self._vanished = True
+            self._recreate()
+
+    def _recreate(self) -> None:
+        """Make the folder again (its ``meta.json``, the writer's lock) and continue in a new
+        segment numbered after the lost one, which starts with a copy of the lost one's
+        records: whoever had not read them yet finds them there, and a reader that had skips
+        the numbers it has seen. ``OSError`` when the folder cannot be made (the caller then
+        treats the records as not journaled)."""
+        folder = self.folder
+        folder.mkdir(parents=True, exist_ok=True)
+        lock = try_lock(folder / WRITER_LOCK)
+        if lock is None:
+            raise JournalUnavailable(errno.EBUSY, "journal folder made again by another process", str(folder))
+        try:
+            replace_text(folder / META, self._meta)
+            fd = os.open(folder / segment_name(self.index + 1), os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
+        except OSError:
+            os.close(lock)
+            raise
+        try:
+            copied = _copy_fd(self._fd, fd, self.size)
+        except OSError:
+            os.close(fd)
+            os.close(lock)
+            raise
+        for old in (self._fd, self._lock_fd):
+            if old is not None and old >= 0:
+                try:
+                    os.close(old)
+                except OSError:
+                    pass
+        self._fd, self._lock_fd, self.index, self.size = fd, lock, self.index + 1, copied
+        self._vanished = False
+        self.recreated += 1
+        if self.recreated == 1:
+            log.warning(
+                "tracking-core's journal %s was deleted while the run went on (a cleaner or an "
+                "`rm -rf` of the tracking directory?); it was made again, and delivery goes on "
+                "from it without a gap; keep the tracking directory of a running job out of "
+                "reach of cleaners (or point $TRACKING_CORE_DIR / --tracking-dir elsewhere)",
+                folder,
+            )
+        if self._on_recreated is not None:
+            try:
+                self._on_recreated()
+            except Exception:  # noqa: BLE001 - the run handle and configs are a convenience here
+                log.debug("tracking-core could not save the run's files again", exc_info=True)
+
+    def seal(self) -> None:
+        """The run's end is journaled: from now on the folder goes when delivery is complete
+        (the completion rule), so a folder found gone is no longer made again."""
+        self._sealed = True
 
     def close(self) -> None:
         if self.closed:
@@ -242,6 +326,33 @@ class JournalWriter:
                     os.close(fd)
                 except OSError:
                     pass
+
+
+def _copy_fd(source: int, dest: int, size: int) -> int:
+    """Copy the first ``size`` bytes of ``source`` (read by offset) to the end of ``dest``;
+    returns how many were copied (fewer when ``source`` is shorter)."""
+    offset = 0
+    while offset < size:
+        chunk = os.pread(source, min(READ_CHUNK, size - offset), offset)
+        if not chunk:
+            break
+        view = memoryview(chunk)
+        while view:
+            n = os.write(dest, view)
+            if n <= 0:
+                raise OSError(errno.ENOSPC, "short write")
+            view = view[n:]
+        offset += len(chunk)
+    return offset
+
+
+def copy_segment(source: int, path: Path) -> None:
+    """A new segment file ``path`` holding everything in the open segment ``source``."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        _copy_fd(source, fd, os.fstat(source).st_size)
+    finally:
+        os.close(fd)
 
 
 # -- reading (the follower, sync) --------------------------------------------------------------
@@ -289,6 +400,11 @@ class SegmentReader:
     An incomplete last line is left for the next read while the writer may still finish it;
     with ``final`` (the writer is gone) or once a newer segment exists, it is counted as bad.
     Segments deleted under the reader (fully acknowledged) are skipped.
+
+    The current segment is held open, so a folder deleted under the run (a cleaner) is still
+    read to its end; the writer goes on in a segment numbered after it, which the reader takes
+    next once the folder is made again (the records it repeats are skipped by number). What
+    :meth:`held` returns lets the follower make the folder again itself when the writer is gone.
     """
 
     def __init__(self, folder: Path) -> None:
@@ -297,15 +413,36 @@ class SegmentReader:
         self.offset = 0
         self.bad = BadLines()
         self._buffer = b""
+        self._fd: int | None = None  # the segment ``index``, while it is open
+
+    def held(self) -> tuple[int, int] | None:
+        """The current segment's number and open descriptor (None when none is open)."""
+        return None if self._fd is None else (self.index, self._fd)
+
+    def close(self) -> None:
+        """Let go of the held segment (reading again opens it again)."""
+        if self._fd is not None:
+            try:
+                os.close(self._fd)
+            except OSError:
+                pass
+            self._fd = None
+
+    def __del__(self) -> None:
+        self.close()  # the descriptor goes with the reader, whichever thread read last
+
+    def _chunk(self) -> bytes:
+        """The next bytes of the current segment (FileNotFoundError: it is not there)."""
+        if self._fd is None:
+            self._fd = os.open(self.folder / segment_name(self.index), os.O_RDONLY)
+        return os.pread(self._fd, READ_CHUNK, self.offset)
 
     def read(self, limit: int, final: bool = False) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
         while len(out) < limit:
             path = self.folder / segment_name(self.index)
             try:
-                with open(path, "rb") as fh:
-                    fh.seek(self.offset)
-                    data = fh.read(READ_CHUNK)
+                data = self._chunk()
             except FileNotFoundError:
                 if not self._next_segment():
                     break
@@ -344,6 +481,7 @@ class SegmentReader:
         later = [index for index, _ in segments(self.folder) if index > self.index]
         if not later:
             return False
+        self.close()
         self.index, self.offset, self._buffer = min(later), 0, b""
         return True
 
@@ -513,6 +651,7 @@ def scan(folder: Path) -> tuple[int, int | None, BadLines]:
             last = max(last, obj["n"])
             if obj["t"] == "end":
                 end = obj["n"]
+    reader.close()
     return last, end, reader.bad
 
 
