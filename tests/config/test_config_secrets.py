@@ -409,6 +409,12 @@ def test_property_token_anywhere_is_redacted(data: Any, token: str, template: st
 
 
 # -- the quick skip of name-based matching -------------------------------------------------------
+def test_the_quick_check_looks_for_every_secret_name_part() -> None:
+    for part in secrets.SECRET_NAME_PARTS:
+        assert secrets.Redactor._may_name_secret(f"x_{part.upper()}=1"), part
+    assert not secrets.Redactor._may_name_secret("lr=1e-6 --model /root/x")
+
+
 def test_every_word_of_the_name_rule_holds_a_secret_name_part() -> None:
     """The skip is only as good as this: a word added to the rule must hold one of the parts."""
     words = (*secrets._STRONG_EXACT, *secrets._STRONG_SUFFIXES, *secrets._NOUNS, *secrets._PASS_NOUNS)
