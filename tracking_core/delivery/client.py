@@ -16,6 +16,7 @@ thread of this process.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import logging
@@ -23,9 +24,11 @@ import os
 import queue
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import IO, Any
 
 from ..config.secrets import redact_argv
@@ -71,14 +74,20 @@ class ProcessDelivery:
             # The command line crosses redacted: the trackers there record it (W&B, SwanLab).
             "argv": redact_argv(getattr(sys, "argv", None) or []),
         }
+        log_fd, self.log_path = _open_log(self.plan)
         proc = subprocess.Popen(
             [sys.executable, "-m", "tracking_core.delivery.process"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
+            # Its own log, not this process's stderr: a pipe (`train.py 2>&1 | tee`) closes when
+            # training ends, however long delivery goes on (or if it is stopped).
+            stderr=subprocess.DEVNULL if log_fd is None else log_fd,
             env=env,
             start_new_session=True,
             close_fds=True,
         )
+        if log_fd is not None:
+            os.close(log_fd)
         assert proc.stdin is not None and proc.stdout is not None
         self.proc, self.pid, self._ready = proc, proc.pid, False
         self._outbox: queue.Queue[bytes | None] = queue.Queue()
@@ -152,8 +161,9 @@ class ProcessDelivery:
         if not self._ready:
             log.warning(
                 "tracking-core's delivery process could not start (exit code %s; its errors are "
-                "above); delivering on threads of this process instead",
+                "in %s); delivering on threads of this process instead",
                 code,
+                self.log_path,
             )
             self._local = self._fallback()
             self._replay_waiting()
@@ -252,6 +262,8 @@ class ProcessDelivery:
                 self.proc.wait(FINISH_MARGIN)
             except subprocess.TimeoutExpired:
                 pass  # it ends by itself; nothing of ours waits for it
+            else:
+                _drop_if_empty(self.log_path)
         return report
 
     def forget(self) -> None:
@@ -264,6 +276,44 @@ class ProcessDelivery:
         if self._local is not None:
             return self._local.report()
         return self._report
+
+
+def log_path(plan: Plan) -> Path | None:
+    """Where a delivery process's output goes: ``delivery-<label>.log`` in the run's folder,
+    beside its handle and configs (not in the journal, which goes when it is delivered)."""
+    if not plan.handle_file:
+        return None
+    label = Path(plan.folder).name if plan.folder else "primary"
+    if not plan.folder and plan.backends:
+        label = str(plan.backends[0].context.get("label") or label)
+    return Path(plan.handle_file).parent / f"delivery-{label}.log"
+
+
+def _open_log(plan: Plan) -> tuple[int | None, Path | None]:
+    """The delivery process's log, open for appending (a restarted process adds to it); in
+    ``$TMPDIR`` when the run's folder cannot be written; (None, None): nowhere (its output is
+    then lost, its log records still reach this process)."""
+    path = log_path(plan)
+    if path is not None:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            return os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644), path
+        except OSError:
+            pass
+    try:
+        fd, name = tempfile.mkstemp(prefix="tracking-core-delivery-", suffix=".log")
+    except OSError:
+        return None, None
+    return fd, Path(name)
+
+
+def _drop_if_empty(path: Path | None) -> None:
+    """An empty log says nothing: it is not left behind."""
+    if path is None:
+        return
+    with contextlib.suppress(OSError):
+        if path.stat().st_size == 0:
+            path.unlink()
 
 
 def _line(obj: dict[str, Any]) -> bytes:

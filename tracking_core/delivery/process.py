@@ -3,9 +3,12 @@
 Started by :class:`tracking_core.delivery.client.ProcessDelivery` as ``python -m
 tracking_core.delivery.process``. Its stdin carries the plan (first line), then ``feed``,
 ``drain``, ``finish`` and ``stop`` requests, one JSON object per line; its original stdout
-carries events back (``ready``, ``opened``, ``report``, ``done``, ``log``). fd 1 is pointed at
-stderr, so what a tracker prints goes where the training process's errors go. SIGINT is ignored
-(the job's Ctrl-C is the training process's to handle).
+carries events back (``ready``, ``opened``, ``report``, ``done``, ``log``). Its stderr is its
+own log file (:func:`~tracking_core.delivery.client.log_path`, never the training process's
+stdout or stderr, which would stay open as long as this process runs) and fd 1 is pointed there
+too, so what a tracker prints goes there; log records and Python warnings go to the training
+process as ``log`` events (to the log file once it is gone). SIGINT is ignored (the job's Ctrl-C
+is the training process's to handle).
 
 When the training process is gone without a ``finish`` (SIGKILL, ``os._exit``), the follower
 reads the journal to its end, journals the run's end as KILLED, delivers within the exit timeout
@@ -14,6 +17,7 @@ and applies the completion rule, exactly as ``tracking-core sync`` would.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -25,6 +29,7 @@ from collections.abc import Mapping
 from typing import IO, Any
 
 from ..plugins import get_plugin_manager
+from .client import log_path
 from .follower import Follower
 from .journal import WRITER_LOCK, held
 from .plan import Plan
@@ -39,18 +44,21 @@ class Channel:
         self._stream = stream
         self._lock = threading.Lock()
 
-    def send(self, obj: Mapping[str, Any]) -> None:
+    def send(self, obj: Mapping[str, Any]) -> bool:
+        """False when the training process is gone (the journal keeps everything)."""
         data = (json.dumps(obj, default=str) + "\n").encode()
         with self._lock:
             try:
                 self._stream.write(data)
                 self._stream.flush()
             except (OSError, ValueError):
-                pass  # the training process is gone; the journal keeps everything
+                return False
+        return True
 
 
 class ForwardLogs(logging.Handler):
-    """Hands log records to the training process, whose logging configuration decides."""
+    """Hands log records to the training process, whose logging configuration decides; once it
+    is gone, they go to this process's own log (its stderr: see ``client.log_path``)."""
 
     def __init__(self, channel: Channel) -> None:
         super().__init__()
@@ -61,7 +69,9 @@ class ForwardLogs(logging.Handler):
             msg = record.getMessage()
             if record.exc_info:
                 msg += "\n" + logging.Formatter().formatException(record.exc_info)
-            self.channel.send({"ev": "log", "name": record.name, "level": record.levelno, "msg": msg})
+            if not self.channel.send({"ev": "log", "name": record.name, "level": record.levelno, "msg": msg}):
+                sys.stderr.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {record.levelname} {record.name}: {msg}\n")
+                sys.stderr.flush()
         except Exception:  # noqa: BLE001 - logging must never fail delivery
             pass
 
@@ -73,6 +83,7 @@ class Child:
         self.channel = channel
         self.finishing = threading.Event()
         self._last: Any = None
+        self.parent = os.getppid()
 
     def handle(self, op: Mapping[str, Any]) -> None:
         kind = op.get("op")
@@ -94,8 +105,13 @@ class Child:
             ok = self.follower.drain(int(op["target"]), timeout)
             self.channel.send({"ev": "done", "id": op["id"], "ok": ok, "report": self.follower.report()})
             return
+        if os.getppid() != self.parent:
+            # Read after the training process gave up waiting (this process was stopped): no
+            # one waits on its bound any more; the rest is delivered as an orphan's would be.
+            timeout = max(timeout or 0.0, self.plan.exit_timeout)
         report = self.follower.finish(int(op["end"]), timeout or 0.0)
         self.channel.send({"ev": "done", "id": op["id"], "ok": not report["outstanding"], "report": report})
+        _drop_own_log(self.plan)
         os._exit(0)
 
     def send_report(self) -> None:
@@ -149,6 +165,7 @@ def main() -> None:
     root = logging.getLogger()
     root.setLevel(int(first.get("log_level", logging.WARNING)))
     root.addHandler(ForwardLogs(channel))
+    logging.captureWarnings(True)  # a tracker's Python warnings reach the training process too
     # Trackers' HTTP clients warn on every retry; the worker reports each failure kind once.
     logging.getLogger("urllib3").setLevel(logging.ERROR)
     parent = os.getppid()
@@ -174,7 +191,22 @@ def main() -> None:
         while True:  # the finish answers and exits; the training process may be gone already
             time.sleep(1.0)
     child.orphaned()
+    _drop_own_log(plan)
     os._exit(0)
+
+
+def _drop_own_log(plan: Plan) -> None:
+    """This process's log (its stderr), when it is still empty at the end, is not left behind."""
+    path = log_path(plan)
+    if path is None:
+        return
+    try:
+        mine, there = os.fstat(2), os.stat(path)
+    except OSError:
+        return
+    if (mine.st_dev, mine.st_ino) == (there.st_dev, there.st_ino) and not there.st_size:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
 
 
 if __name__ == "__main__":
