@@ -135,13 +135,16 @@ def _cmd_sync(ns: argparse.Namespace) -> int:
         where = "" if ns.path else " (the tracking directory: --tracking-dir / $TRACKING_CORE_DIR)"
         print(f"tracking-core sync: {path} does not exist{where}", file=sys.stderr)
         return 2
-    from .delivery.sync import sync
+    from .delivery.sync import DEFAULT_TIMEOUT, sync
 
-    report = sync(path, stream=None if ns.quiet else sys.stderr)
+    timeout = DEFAULT_TIMEOUT if ns.timeout is None else max(0.0, ns.timeout)
+    report = sync(path, stream=None if ns.quiet else sys.stderr, timeout=timeout)
     print(
         f"synced {report.records} values from {report.journals} journal(s) under {path}; "
         f"{len(report.removed)} complete journal(s) removed"
     )
+    for folder in report.finished_elsewhere:
+        print(f"  {folder} was completed by the process that was delivering it")
     for item in report.opened:
         print(f"  opened the run in {item.split(':', 1)[1]} (it was never reached)")
     for item in report.skipped_live:
@@ -150,6 +153,12 @@ def _cmd_sync(ns: argparse.Namespace) -> int:
         print(f"  read past {count} unreadable line(s) (cut or garbage) in {folder}")
     for error in report.errors:
         print(f"  ERROR {error}", file=sys.stderr)
+    if report.errors:
+        print(
+            f"what is missing stays in its journal: run `tracking-core sync --timeout {timeout:g} {path}` "
+            "again once the trackers named above can take it",
+            file=sys.stderr,
+        )
     return 1 if report.errors else 0
 
 
@@ -224,6 +233,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("path", nargs="?", default=None, help="a tracking directory, journal folder or file (default: the tracking directory)")
     p.add_argument("--tracking-dir", default=None)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="the most the whole sync may take (default 300): waiting for a process "
+        "still delivering a journal and every tracker's delivery; a tracker call that has not "
+        "returned by then is given up (each tracker is delivered in a process of its own) and "
+        "what is left is listed, exit status 1",
+    )
     p.set_defaults(func=_cmd_sync)
 
     p = sub.add_parser(

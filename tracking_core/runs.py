@@ -479,6 +479,7 @@ class Run:
 
     def _finish(self, timeout: float, status: RunStatus) -> FinishSummary:
         deadline = time.monotonic() + timeout
+        peers: dict[str, str] = {}  # peers' journals replayed here and still incomplete
         if self.primary:
             from .delivery.sync import await_peers
 
@@ -489,7 +490,7 @@ class Run:
                 # leftovers are replayed into it (a peer that finished before the run was open
                 # somewhere left its records for that backend in its journal).
                 self._delivery.drain(self._intake.pump(), max(0.0, peers_until - time.monotonic()))
-            await_peers(self.handle.tracking_dir, self.run_id, self.journal, peers_until)
+            peers = await_peers(self.handle.tracking_dir, self.run_id, self.journal, peers_until)
         end_n = self._intake.end(status.value, max(0.0, (deadline - time.monotonic()) / 2))
         if self._writer is not None:
             self._writer.seal()  # the folder goes when delivered: no longer made again if gone
@@ -500,6 +501,7 @@ class Run:
         if self._writer is not None:
             self._writer.close()
         summary = FinishSummary.from_report(status, self._intake, report, self._names)
+        summary.add_peers(peers)
         if self._writer is not None:
             summary.journal_recreated = self._writer.recreated
         return summary

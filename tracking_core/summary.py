@@ -38,6 +38,9 @@ class FinishSummary:
     journal_recreated: int = 0
     backends: dict[str, dict[str, Any]] = field(default_factory=dict)
     outstanding: dict[str, str] = field(default_factory=dict)
+    #: other writers' journals a primary replayed at its finish and could not complete: journal
+    #: folder -> what is missing where (they stay for ``tracking-core sync``)
+    peers: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_report(cls, status: RunStatus, counts: _Counts, report: Mapping[str, Any], names: Sequence[str]) -> FinishSummary:
@@ -65,8 +68,16 @@ class FinishSummary:
                 "missing_configs": list(info.get("missing_configs") or []),
                 "closed": end_n is not None and int(info.get("n", -1)) >= int(end_n),
                 "circuit_open": bool(info.get("circuit_open")),
+                "left_out": info.get("left_out"),
             }
         return summary
+
+    def add_peers(self, peers: Mapping[str, str]) -> None:
+        """Peers' journals replayed at this finish that still lack something: the run is not
+        drained while any does."""
+        self.peers.update(peers)
+        if peers:
+            self.drained = False
 
     def describe(self) -> str:
         if not self.backends:
@@ -85,6 +96,8 @@ class FinishSummary:
                 text += f", config {', '.join(info['missing_configs'])} NOT delivered"
             if not info["closed"]:
                 text += ", close NOT acknowledged"
+            if info.get("left_out"):
+                text += f", left out of delivery: {info['left_out']}"
             if info["failures"]:
                 text += ", failures: " + ", ".join(f"{k} x{v}" for k, v in info["failures"].items())
             parts.append(text)
@@ -99,4 +112,6 @@ class FinishSummary:
             text += f"; the journal folder was deleted during the run and made again ({self.journal_recreated}x)"
         if self.journal:
             text += f"; what is missing is kept in {self.journal}: run `tracking-core sync`"
+        for journal, what in self.peers.items():
+            text += f"; another writer's records NOT delivered ({what}): kept in {journal}: run `tracking-core sync`"
         return text

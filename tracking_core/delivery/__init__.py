@@ -8,5 +8,6 @@
 * :mod:`.plan` — what a follower needs, as plain data;
 * :mod:`.modes`, :mod:`.client`, :mod:`.process` — the follower in a delivery process or on a
   thread;
-* :mod:`.sync` — ``tracking-core sync`` and a finishing primary's wait for its peers.
+* :mod:`.sync` — ``tracking-core sync`` and a finishing primary's wait for its peers;
+* :mod:`.isolation` — ``tracking-core sync``'s delivery of each tracker in a process of its own.
 """

@@ -9,7 +9,12 @@ emitted here through this process's ``logging``). A sender thread writes to the 
 the training thread nor the pump ever waits on a pipe.
 
 A child that dies is started again, up to :data:`MAX_RESTARTS` times; the new one resumes from
-the journal's acknowledgements and gets any request still waiting for an answer. A child that
+the journal's acknowledgements and gets any request still waiting for an answer. The child says
+before and after each call into a tracker whose code runs (``call`` events), so a child that
+kills itself (a segfault or ``abort()`` in a tracker's C extension) is charged to the tracker(s)
+inside a call then, not to the others: restarts are counted per tracker, and one that brought
+the child down :data:`MAX_RESTARTS` times is left out of the next child (its records stay in the
+journal for ``tracking-core sync``; the summary says so) while the other trackers go on live. A child that
 cannot start at all (it dies before saying it is ready) is replaced by the same follower on a
 thread of this process.
 """
@@ -22,11 +27,14 @@ import json
 import logging
 import os
 import queue
+import re
+import signal
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
@@ -45,6 +53,14 @@ REPLY_GRACE = 0.5
 MAX_OUTBOX = 100_000
 #: Of a finish's timeout, what is kept for the child's answer to arrive and the child to exit.
 FINISH_MARGIN = 0.3
+#: Deaths a process inflicts on itself (a crash in native code, ``abort()``): charged to the
+#: tracker whose code ran. A SIGKILL or SIGTERM comes from outside (the OOM killer, a person).
+#: The thread a fatal signal hit, as :mod:`faulthandler` reports it.
+CRASHED_THREAD = re.compile(r"^Current thread (0x[0-9a-fA-F]+)", re.MULTILINE)
+SELF_INFLICTED = frozenset(
+    int(getattr(signal, name)) for name in ("SIGSEGV", "SIGABRT", "SIGBUS", "SIGILL", "SIGFPE", "SIGSYS", "SIGTRAP") if hasattr(signal, name)
+)
+
 
 
 class ProcessDelivery:
@@ -59,6 +75,8 @@ class ProcessDelivery:
         self._report: dict[str, Any] = {}
         self._done = False
         self.restarts = 0
+        #: per tracker, how often the child died while that tracker's code ran
+        self.crashes: Counter[str] = Counter()
         self.dropped = 0
         self.pid: int | None = None
         self._spawn()
@@ -68,13 +86,15 @@ class ProcessDelivery:
         env = dict(os.environ)
         # The child imports what this process imports, even from paths added at run time.
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+        self._crash_fd = _crash_report_file()
+        log_fd, self.log_path = _open_log(self.plan)
         first = {
+            "crash_fd": self._crash_fd,
             "plan": json.loads(self.plan.to_json()),
             "log_level": logging.getLogger("tracking_core").getEffectiveLevel(),
             # The command line crosses redacted: the trackers there record it (W&B, SwanLab).
             "argv": redact_argv(getattr(sys, "argv", None) or []),
         }
-        log_fd, self.log_path = _open_log(self.plan)
         proc = subprocess.Popen(
             [sys.executable, "-m", "tracking_core.delivery.process"],
             stdin=subprocess.PIPE,
@@ -85,11 +105,13 @@ class ProcessDelivery:
             env=env,
             start_new_session=True,
             close_fds=True,
+            pass_fds=() if self._crash_fd is None else (self._crash_fd,),
         )
         if log_fd is not None:
             os.close(log_fd)
         assert proc.stdin is not None and proc.stdout is not None
         self.proc, self.pid, self._ready = proc, proc.pid, False
+        self._inside: dict[str, tuple[str, int]] = {}  # tracker -> the call it is in, its thread
         self._outbox: queue.Queue[bytes | None] = queue.Queue()
         self._outbox.put(_line(first))
         threading.Thread(target=self._send_loop, args=(proc.stdin, self._outbox), name="tracking-core-delivery-send", daemon=True).start()
@@ -150,6 +172,11 @@ class ProcessDelivery:
                 if backend.name == name:
                     backend.action, backend.entry = "attach", dict(result or {})
             self._on_opened(name, result)
+        elif kind == "call":
+            if event.get("h"):
+                self._inside[str(event["b"])] = (str(event["h"]), int(event.get("t") or 0))
+            else:
+                self._inside.pop(str(event["b"]), None)
         elif kind == "log":
             logging.getLogger(event["name"]).log(int(event["level"]), "%s", event["msg"])
         elif kind == "ready":
@@ -157,6 +184,18 @@ class ProcessDelivery:
 
     def _ended(self, code: int | None) -> None:
         if self._done:
+            _crashed_thread(self._crash_fd)  # closes it
+            return
+        # A tracker that brought the child down is charged first, even before the child said it
+        # was ready: such a child must never be replaced by threads of this process.
+        culprits = self._culprits(code)
+        if culprits:
+            self._charge(culprits, code)
+            if not self.plan.backends:
+                self._give_up()
+                return
+            self._spawn()
+            self._replay_waiting()
             return
         if not self._ready:
             log.warning(
@@ -176,12 +215,7 @@ class ProcessDelivery:
                 code,
                 self.restarts,
             )
-            self._done = True
-            with self._lock:
-                waiting = list(self._waiting.values())
-                self._waiting.clear()
-            for done, _, _, _ in waiting:
-                done.set()
+            self._give_up()
             return
         self.restarts += 1
         log.warning(
@@ -193,6 +227,57 @@ class ProcessDelivery:
         )
         self._spawn()
         self._replay_waiting()
+
+    def _give_up(self) -> None:
+        """No delivery process any more: what is left waits for ``tracking-core sync``."""
+        self._done = True
+        with self._lock:
+            waiting = list(self._waiting.values())
+            self._waiting.clear()
+        for done, _, _, _ in waiting:
+            done.set()
+
+    def _culprits(self, code: int | None) -> dict[str, str]:
+        """The tracker whose code crashed the child: the one in a call on the thread the fatal
+        signal hit, else (no report of it) every tracker in a call then. None for a death from
+        outside, or one outside any tracker call."""
+        inside, self._inside = self._inside, {}
+        crashed = _crashed_thread(self._crash_fd)
+        if code is None or code == 0 or (code < 0 and -code not in SELF_INFLICTED):
+            return {}
+        exact = {name: hook for name, (hook, thread) in inside.items() if thread == crashed}
+        return exact or {name: hook for name, (hook, _) in inside.items()}
+
+    def _charge(self, culprits: dict[str, str], code: int | None) -> None:
+        """Count the death against each tracker inside a call; leave out of the next child the
+        ones that brought it down :data:`MAX_RESTARTS` times."""
+        how = describe_exit(code)
+        for name, hook in sorted(culprits.items()):
+            self.crashes[name] += 1
+            if self.crashes[name] < MAX_RESTARTS:
+                log.warning(
+                    "tracking-core's delivery process ended (%s) inside backend %r's %s; starting "
+                    "it again (%d of %d for %r): it resumes from the journal",
+                    how,
+                    name,
+                    hook,
+                    self.crashes[name],
+                    MAX_RESTARTS,
+                    name,
+                )
+                continue
+            why = f"its client ended the delivery process {self.crashes[name]} times ({how} in {hook})"
+            self.plan.left_out[name] = why
+            self.plan.backends = [b for b in self.plan.backends if b.name != name]
+            others = ", ".join(b.name for b in self.plan.backends)
+            log.warning(
+                "backend %r: %s; it is left out of delivery for the rest of this run%s; what it "
+                "lacks stays in the journal: run `tracking-core sync` (it delivers each tracker "
+                "in a process of its own)",
+                name,
+                why,
+                f" while {others} go on" if others else "",
+            )
 
     def _replay_waiting(self) -> None:
         """Requests the dead child did not answer go to its successor, with the time left."""
@@ -314,6 +399,44 @@ def _drop_if_empty(path: Path | None) -> None:
     with contextlib.suppress(OSError):
         if path.stat().st_size == 0:
             path.unlink()
+
+
+def _crash_report_file() -> int | None:
+    """An anonymous temporary file for the child's fatal-signal report (None if none can be
+    made: a crash is then charged to every tracker inside a call)."""
+    try:
+        fd, path = tempfile.mkstemp(prefix="tracking-core-crash-")
+    except OSError:
+        return None
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+    return fd
+
+
+def _crashed_thread(fd: int | None) -> int | None:
+    """The thread ``faulthandler`` says a fatal signal hit, from the child's report in ``fd``
+    (which is closed)."""
+    if fd is None:
+        return None
+    try:
+        text = os.pread(fd, 1 << 16, 0).decode(errors="replace")
+    except OSError:
+        return None
+    finally:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    found = CRASHED_THREAD.search(text)
+    return int(found.group(1), 16) if found else None
+
+
+def describe_exit(code: int | None) -> str:
+    """How a child process ended, in words."""
+    if code is not None and code < 0:
+        try:
+            return signal.Signals(-code).name
+        except ValueError:
+            return f"signal {-code}"
+    return f"exit code {code}"
 
 
 def _line(obj: dict[str, Any]) -> bytes:

@@ -8,7 +8,14 @@ slow or dead tracker never holds up another), saves the acknowledgements, delete
 backend is done with while the run goes on, and at the end applies the one completion rule
 (:func:`~tracking_core.delivery.journal.outstanding`): the journal folder is removed only when
 nothing is outstanding; otherwise it stays for ``tracking-core sync`` and the report says what
-is missing where.
+is missing where. The completion rule always counts every backend of the journal: one *left out*
+here (it crashed the delivery process, or ``tracking-core sync`` delivers it in a process of its
+own) still keeps the journal until it has everything.
+
+Taking a journal over from a follower that is finishing it (:func:`take_over`) is part of the
+job: that follower removes a complete journal before it lets go of the lock, its ``meta.json``
+first, so whoever gets the lock next finds either a journal to deliver or none
+(:class:`JournalGone`), never a half-removed one.
 """
 
 from __future__ import annotations
@@ -53,8 +60,71 @@ class FollowerBusy(RuntimeError):
     """Another process delivers this journal."""
 
 
+class JournalGone(RuntimeError):
+    """The journal is no more: the follower that held it delivered everything and removed it."""
+
+
+def take_over(folder: Path, timeout: float) -> int:
+    """The journal's ``follower.lock``, waiting up to ``timeout`` for a follower that holds it:
+    the descriptor holding the lock. :class:`JournalGone` when that follower finished the journal
+    meanwhile (it removes ``meta.json`` first, before the lock file), :class:`FollowerBusy` when
+    it still holds the lock at the deadline.
+
+    A lock taken on a file that is no longer the folder's lock file (removed under us while we
+    opened it) or in a folder without ``meta.json`` protects nothing: it is let go of."""
+    deadline = time.monotonic() + timeout
+    path = folder / FOLLOWER_LOCK
+    while True:
+        if not (folder / META).exists():
+            raise JournalGone(f"{folder} was delivered and removed by the process that held it")
+        try:
+            fd = try_lock(path)
+        except FileNotFoundError:
+            raise JournalGone(f"{folder} was delivered and removed by the process that held it") from None
+        if fd is not None:
+            if (folder / META).exists() and _is_file(fd, path):
+                return fd
+            os.close(fd)
+            if not (folder / META).exists():
+                remove(folder)  # a lock file this process re-created in a retired journal
+            continue
+        if time.monotonic() >= deadline:
+            raise FollowerBusy(f"another process is still delivering the journal {folder}")
+        time.sleep(0.05)
+
+
+def _is_file(fd: int, path: Path) -> bool:
+    """Whether the open file ``fd`` is the file at ``path`` now."""
+    try:
+        here, there = os.fstat(fd), os.stat(path)
+    except OSError:
+        return False
+    return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
+
+
+def retire(folder: Path) -> None:
+    """Remove a complete journal, ``meta.json`` first: from then on it is no journal to anyone
+    waiting for its lock (see :func:`take_over`)."""
+    try:
+        (folder / META).unlink()
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return  # it stays whole, and a later sync finds it complete
+    remove(folder)
+
+
 class Follower:
-    """Delivers the journal in ``folder`` (None: records arrive only in memory)."""
+    """Delivers the journal in ``folder`` (None: records arrive only in memory).
+
+    ``lock_fd``: the journal's lock, already taken (:func:`take_over`); otherwise it is taken
+    here, waiting up to ``lock_timeout``. ``left_out``: backends of the journal that get no worker
+    here, and why; they count for the completion rule and show in the report. ``owner``: this
+    follower deletes finished segments and, at the end, the complete journal (a process that
+    delivers one backend for ``tracking-core sync`` is no owner: the sync decides). ``acks``:
+    where progress goes (default: the journal's ``acks.json``). ``on_call(backend, hook)`` hears
+    each tracker call begin, ``on_call(backend, None)`` its end."""
+
 
     def __init__(
         self,
@@ -72,14 +142,23 @@ class Follower:
         lock_timeout: float = 0.0,
         pending: set[str] | frozenset[str] = frozenset(),
         handle_file: Path | None = None,
+        lock_fd: int | None = None,
+        left_out: Mapping[str, str] | None = None,
+        owner: bool = True,
+        acks: Acks | None = None,
+        on_call: Callable[[str, str | None], None] | None = None,
     ) -> None:
         self.folder = folder
-        self._lock_fd = self._take_lock(folder, lock_timeout) if folder is not None else None
-        names = [s.name for s in specs]
-        self.acks = Acks(folder, names)
+        if lock_fd is None and folder is not None:
+            lock_fd = self._take_lock(folder, lock_timeout)
+        self._lock_fd = lock_fd
+        self.left_out = {name: why for name, why in (left_out or {}).items() if name not in {s.name for s in specs}}
+        self.owner = owner
+        self.names = [s.name for s in specs] + list(self.left_out)
+        self.acks = acks if acks is not None else Acks(folder, self.names)
         self.workers: dict[str, BackendWorker] = {}
         for spec in specs:
-            slot = BackendSlot(spec, contexts[spec.name], manager)
+            slot = BackendSlot(spec, contexts[spec.name], manager, on_call=on_call)
             self.workers[spec.name] = BackendWorker(
                 slot,
                 Stream(folder, on_disk=on_disk),
@@ -106,7 +185,10 @@ class Follower:
     def _take_lock(folder: Path, timeout: float) -> int:
         deadline = time.monotonic() + timeout
         while True:
-            fd = try_lock(folder / FOLLOWER_LOCK)
+            try:
+                fd = try_lock(folder / FOLLOWER_LOCK)
+            except FileNotFoundError:
+                raise JournalGone(f"the journal folder {folder} is gone") from None
             if fd is not None:
                 return fd
             if time.monotonic() >= deadline:
@@ -140,7 +222,7 @@ class Follower:
         ok = True
         for worker in self.workers.values():
             ok = worker.drain(target_n, deadline, wait_for_open=wait_for_open) and ok
-        return ok
+        return ok and not self.left_out  # a backend left out gets nothing here
 
     def replay_end(self, status: str = "KILLED") -> int:
         """The writer is gone: read the journal to its end, journal its end if it died before
@@ -182,8 +264,8 @@ class Follower:
             worker.join(max(0.0, joined - time.monotonic()))
             worker.slot.release()
         if self.folder is not None:
-            if not report["outstanding"]:
-                remove(self.folder)
+            if not report["outstanding"] and self.owner:
+                retire(self.folder)
             self._let_go()
         return report
 
@@ -271,7 +353,12 @@ class Follower:
     def report(self) -> dict[str, Any]:
         """Plain data for the summary: each backend's counters and what is outstanding."""
         backends = {name: w.report() for name, w in self.workers.items()}
-        missing = outstanding(self.acks.progress, list(self.workers), self.end_n)
+        for name, why in self.left_out.items():
+            backends[name] = self._left_out_report(name, why)
+        missing = outstanding(self.acks.progress, self.names, self.end_n)
+        for name, why in self.left_out.items():
+            if name in missing:
+                missing[name] += f" ({why})"
         bad = max((w.stream.bad.count for w in self.workers.values()), default=0)
         return {
             "backends": backends,
@@ -279,6 +366,19 @@ class Follower:
             "end_n": self.end_n,
             "bad_lines": bad,
             "journal": str(self.folder) if self.folder is not None else None,
+        }
+
+    def _left_out_report(self, name: str, why: str) -> dict[str, Any]:
+        p = self.acks.progress.get(name)
+        return {
+            "n": p.n if p else -1,
+            "delivered": p.delivered if p else 0,
+            "rejected": p.rejected if p else 0,
+            "failures": {},
+            "missing_configs": [f"#{n}" for n in p.owed] if p else [],
+            "ready": False,
+            "circuit_open": False,
+            "left_out": why,
         }
 
     def _housekeeping(self) -> None:
@@ -303,9 +403,9 @@ class Follower:
     def _collect(self) -> None:
         """Delete the segments every backend is done with (not the newest: it is written), and
         the snapshots of artifacts every backend has."""
-        if self.folder is None or not self.workers:
+        if self.folder is None or not self.workers or not self.owner:
             return
-        progress = self.acks.progress.values()
+        progress = [p for name, p in self.acks.progress.items() if name in self.names]
         done_through = min(p.n for p in progress)
         owed = [n for p in progress for n in p.owed]
         if owed:

@@ -4,6 +4,12 @@ A :class:`Plan` is built in the training process from already converted values (
 ``args``: only JSON crosses to a delivery process), sent to the delivery process as one JSON line,
 and turned back into a :class:`~tracking_core.delivery.follower.Follower` there, on a thread, or
 by ``tracking-core sync`` from a journal's ``meta.json``.
+
+``left_out`` names backends of the journal this follower does not deliver (with why: one that
+crashed the delivery process too often), which still count for its completion. ``replay`` marks
+the plan of a process that ``tracking-core sync`` starts to deliver one backend of a journal
+whose lock the sync holds: it reports its progress instead of saving it, and the sync decides
+about the journal.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from typing import Any
 from ..context import RunContext
 from ..plugins import PluginManager
 from .follower import Follower
+from .journal import Acks
 
 
 def plain(value: Any) -> Any:
@@ -71,6 +78,8 @@ class Plan:
     poll: float = 0.5
     exit_timeout: float = 30.0
     handle_file: str | None = None
+    left_out: dict[str, str] = field(default_factory=dict)
+    replay: bool = False
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), default=str)
@@ -86,6 +95,10 @@ class Plan:
         manager: PluginManager,
         on_opened: Callable[[str, Any], None] | None = None,
         lock_timeout: float = 0.0,
+        *,
+        lock_fd: int | None = None,
+        acks: Acks | None = None,
+        on_call: Callable[[str, str | None], None] | None = None,
     ) -> Follower:
         names = [b.name for b in self.backends]
         specs = manager.select(names)
@@ -103,4 +116,9 @@ class Plan:
             on_disk=self.on_disk,
             on_opened=on_opened,
             lock_timeout=lock_timeout,
+            lock_fd=lock_fd,
+            left_out=self.left_out,
+            owner=not self.replay,
+            acks=acks,
+            on_call=on_call,
         )

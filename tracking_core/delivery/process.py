@@ -3,7 +3,10 @@
 Started by :class:`tracking_core.delivery.client.ProcessDelivery` as ``python -m
 tracking_core.delivery.process``. Its stdin carries the plan (first line), then ``feed``,
 ``drain``, ``finish`` and ``stop`` requests, one JSON object per line; its original stdout
-carries events back (``ready``, ``opened``, ``report``, ``done``, ``log``). Its stderr is its
+carries events back (``ready``, ``opened``, ``report``, ``done``, ``log``, and ``call``: which
+backend's code runs now and on which thread, sent before and after each call into a tracker; and
+a fatal signal's report (:mod:`faulthandler`) goes to the file ``crash_fd`` the first line names, so
+that the training process knows whose code crashed it if this process dies). Its stderr is its
 own log file (:func:`~tracking_core.delivery.client.log_path`, never the training process's
 stdout or stderr, which would stay open as long as this process runs) and fd 1 is pointed there
 too, so what a tracker prints goes there; log records and Python warnings go to the training
@@ -13,11 +16,17 @@ is the training process's to handle).
 When the training process is gone without a ``finish`` (SIGKILL, ``os._exit``), the follower
 reads the journal to its end, journals the run's end as KILLED, delivers within the exit timeout
 and applies the completion rule, exactly as ``tracking-core sync`` would.
+
+``tracking-core sync`` starts this process too, to deliver one backend of a journal (a plan
+marked ``replay``): the sync holds the journal's lock and hands it down (``lock_fd``), the
+process reports its progress as ``acks`` events instead of saving it, delivers to the journal's
+end on a ``replay`` request and exits; when the sync is gone it stops.
 """
 
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import json
 import logging
 import os
@@ -26,12 +35,14 @@ import sys
 import threading
 import time
 from collections.abc import Mapping
+from dataclasses import asdict
+from pathlib import Path
 from typing import IO, Any
 
 from ..plugins import get_plugin_manager
 from .client import log_path
 from .follower import Follower
-from .journal import WRITER_LOCK, held
+from .journal import WRITER_LOCK, Acks, held
 from .plan import Plan
 
 log = logging.getLogger("tracking_core.delivery")
@@ -53,6 +64,24 @@ class Channel:
                 self._stream.flush()
             except (OSError, ValueError):
                 return False
+        return True
+
+
+class RelayedAcks(Acks):
+    """Progress sent to the ``tracking-core sync`` that started this process, which alone
+    writes the journal's ``acks.json`` while it delivers each backend in a process of its own."""
+
+    def __init__(self, folder: Path, names: list[str], channel: Channel) -> None:
+        super().__init__(folder, names)
+        self.channel = channel
+        self._sent: dict[str, Any] = {}
+
+    def save(self) -> bool:
+        with self._lock:
+            data = {name: asdict(p) for name, p in self.progress.items()}
+        if data != self._sent:
+            self._sent = data
+            self.channel.send({"ev": "acks", "acks": data})
         return True
 
 
@@ -90,8 +119,8 @@ class Child:
         if kind == "feed":
             message = op["msg"]
             self.follower.feed((message[0], message[1]))
-        elif kind in ("drain", "finish"):
-            if kind == "finish":
+        elif kind in ("drain", "finish", "replay"):
+            if kind != "drain":
                 self.finishing.set()
             threading.Thread(target=self._answer, args=(op,), daemon=True).start()
         elif kind == "stop":
@@ -105,11 +134,12 @@ class Child:
             ok = self.follower.drain(int(op["target"]), timeout)
             self.channel.send({"ev": "done", "id": op["id"], "ok": ok, "report": self.follower.report()})
             return
-        if os.getppid() != self.parent:
+        end = self.follower.replay_end() if op["op"] == "replay" else int(op["end"])
+        if op["op"] == "finish" and os.getppid() != self.parent:
             # Read after the training process gave up waiting (this process was stopped): no
             # one waits on its bound any more; the rest is delivered as an orphan's would be.
             timeout = max(timeout or 0.0, self.plan.exit_timeout)
-        report = self.follower.finish(int(op["end"]), timeout or 0.0)
+        report = self.follower.finish(end, timeout or 0.0)
         self.channel.send({"ev": "done", "id": op["id"], "ok": not report["outstanding"], "report": report})
         _drop_own_log(self.plan)
         os._exit(0)
@@ -162,6 +192,11 @@ def main() -> None:
         print(f"tracking-core delivery process: unreadable plan ({exc})", file=sys.stderr)
         os._exit(2)
     sys.argv = list(first.get("argv") or ["tracking-core"])
+    if first.get("crash_fd") is not None:
+        try:
+            faulthandler.enable(file=int(first["crash_fd"]), all_threads=True)
+        except (OSError, ValueError):
+            pass  # a crash is then charged to every tracker inside a call
     root = logging.getLogger()
     root.setLevel(int(first.get("log_level", logging.WARNING)))
     root.addHandler(ForwardLogs(channel))
@@ -173,8 +208,16 @@ def main() -> None:
     def opened(name: str, result: Any) -> None:
         channel.send({"ev": "opened", "b": name, "result": result})
 
+    def calling(name: str, hook: str | None) -> None:
+        channel.send({"ev": "call", "b": name, "h": hook, "t": threading.get_ident()})
+
     try:
-        follower = plan.follower(get_plugin_manager(), opened, lock_timeout=5.0)
+        acks = RelayedAcks(Path(plan.folder), [b.name for b in plan.backends], channel) if plan.replay and plan.folder else None
+        lock_fd = first.get("lock_fd") if plan.replay else None
+        follower = plan.follower(
+            get_plugin_manager(), opened, lock_timeout=5.0, lock_fd=lock_fd, acks=acks, on_call=calling
+        )
+
     except Exception:  # noqa: BLE001 - the training process falls back to a thread
         log.exception("tracking-core's delivery process could not start")
         os._exit(1)
@@ -187,9 +230,12 @@ def main() -> None:
         if os.getppid() != parent:
             break
         child.send_report()
-    if child.finishing.is_set():
+    if child.finishing.is_set() and not plan.replay:
         while True:  # the finish answers and exits; the training process may be gone already
             time.sleep(1.0)
+    if plan.replay:  # the sync that started this process is gone: so is the lock it handed down
+        follower.stop()
+        os._exit(0)
     child.orphaned()
     _drop_own_log(plan)
     os._exit(0)

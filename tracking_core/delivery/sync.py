@@ -19,20 +19,21 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from .. import settings
 from ..context import RunContext
 from ..handle import HANDLE_FILE, RunHandle
 from ..plugins import PluginManager, get_plugin_manager
 from ..registry import BackendSpec
-from .follower import Follower, FollowerBusy
+from .follower import Follower, FollowerBusy, JournalGone, take_over
+from .isolation import replay_apart
 from .journal import (
     FOLLOWER_LOCK,
     JOURNAL_DIR,
+    META,
     WRITER_LOCK,
     find_journals,
     held,
@@ -40,13 +41,13 @@ from .journal import (
     read_acks,
     read_meta,
 )
-from .plan import plain
+from .plan import BackendPlan, context_to_dict, plain
 
 log = logging.getLogger("tracking_core.sync")
 
-#: Beyond its exit timeout, how long a delivery process finishing a dead writer's journal is
-#: waited for.
-DELIVERY_GRACE = 15.0
+#: How long ``tracking-core sync`` may take in all (``--timeout``): waiting for a process that is
+#: delivering a journal, and every tracker's delivery. What is not done by then stays.
+DEFAULT_TIMEOUT = 300.0
 #: A peer's pump journals what it logged within its flush interval (0.5 s by default).
 PUMP_GRACE = 0.7
 
@@ -63,29 +64,45 @@ class SyncReport:
     skipped_live: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
+    #: journals the process that was delivering them finished while this sync waited
+    finished_elsewhere: list[str] = field(default_factory=list)
     #: journal folder -> lines in it that were not records (cut or garbage), read past
     bad_lines: dict[str, int] = field(default_factory=dict)
 
 
-def sync(path: str | os.PathLike[str], *, stream: TextIO | None = sys.stderr) -> SyncReport:
+def sync(
+    path: str | os.PathLike[str],
+    *,
+    stream: TextIO | None = sys.stderr,
+    timeout: float = DEFAULT_TIMEOUT,
+    isolate: bool = True,
+) -> SyncReport:
     """Replay every journal under ``path`` (a tracking directory, a run's journal folder, or one
-    journal folder). ``FileNotFoundError`` when ``path`` does not exist."""
+    journal folder) within ``timeout`` seconds, each backend in a process of its own
+    (``isolate``; otherwise on threads of this process). ``FileNotFoundError`` when ``path``
+    does not exist."""
     root = Path(path)
     if not root.exists():
         raise FileNotFoundError(f"{root} does not exist")
+    deadline = time.monotonic() + timeout
     report = SyncReport()
     manager = get_plugin_manager()
     journals = []
     for folder in find_journals(root):
         try:
-            journals.append((folder, read_meta(folder)))
+            meta = read_meta(folder)
+            if not _delivered_with(meta):
+                journals.append((folder, meta))
         except ValueError as exc:
-            report.errors.append(str(exc))
+            if (folder / META).exists():
+                report.errors.append(str(exc))
+            else:  # removed since it was found: its follower finished it
+                report.finished_elsewhere.append(str(folder))
     # The primary's journal first: it may have to open the run that the others attach to.
     journals.sort(key=lambda j: (not j[1].get("primary"), str(j[0])))
     handles: dict[str, RunHandle] = {}
     for folder, meta in journals:
-        replay(folder, meta, manager, report, handles, stream=stream)
+        replay(folder, meta, manager, report, handles, stream=stream, deadline=deadline, isolate=isolate)
     return report
 
 
@@ -97,35 +114,44 @@ def replay(
     handles: dict[str, RunHandle],
     *,
     stream: TextIO | None,
-    timeout: float | None = None,
+    deadline: float,
+    isolate: bool = False,
 ) -> None:
-    """Deliver one journal whose writer is gone (see the module doc)."""
+    """Deliver one journal whose writer is gone, by ``deadline`` (see the module doc)."""
     if held(folder / WRITER_LOCK):
         report.skipped_live.append(f"{folder}: its writer is still running")
         return
     report.journals += 1
-    wait = 0.0
-    if held(folder / FOLLOWER_LOCK):
-        wait = settings.exit_timeout() + DELIVERY_GRACE
-        if stream is not None:
-            stream.write(f"waiting up to {wait:.0f} s for the process delivering {folder}\n")
+    lock_fd = _take_over(folder, report, stream, deadline)
+    if lock_fd is None:
+        return
     run_id = str(meta["handle"]["run_id"])
     handle = handles.get(run_id) or _saved_handle(meta)
     handles[run_id] = handle
     before = {name: p.delivered for name, p in read_acks(folder).items()}
     try:
-        follower = _follower(folder, meta, handle, manager, report, wait)
-    except FollowerBusy:
-        report.skipped_live.append(f"{folder}: still being delivered by another process")
-        return
+        setup = _setup(folder, meta, handle, manager, report)
     except Refused as exc:
+        os.close(lock_fd)
         report.errors.append(str(exc))
         return
-    if not folder.exists():  # finished by the process we waited for
-        follower.stop()
+    if isolate:
+        _replay_apart(folder, setup, lock_fd, deadline, report, before)
         return
+    follower = Follower(
+        folder,
+        specs=setup.specs,
+        contexts=setup.contexts,
+        entries=setup.entries,
+        actions=setup.actions,
+        manager=manager,
+        prefix=setup.prefix,
+        poll=0.2,
+        on_opened=setup.on_opened,
+        lock_fd=lock_fd,
+    )
     follower.start()
-    result = follower.finish(follower.replay_end(), timeout)
+    result = follower.finish(follower.replay_end(), max(0.0, deadline - time.monotonic()))
     report.records += sum(b["delivered"] - before.get(name, 0) for name, b in result["backends"].items())
     if result.get("bad_lines"):
         report.bad_lines[str(folder)] = int(result["bad_lines"])
@@ -134,6 +160,60 @@ def replay(
             report.errors.append(f"{folder}: {name} still lacks {what} (see the warnings above)")
     else:
         report.removed.append(str(folder))
+
+
+def _take_over(folder: Path, report: SyncReport, stream: TextIO | None, deadline: float) -> int | None:
+    """The journal's lock, waiting for a process that is delivering it (its writer's delivery
+    process, finishing after a kill, or another sync) at most until ``deadline``; None when that
+    process finished the journal meanwhile (nothing left to do) or still holds it then."""
+    wait = max(0.0, deadline - time.monotonic())
+    if held(folder / FOLLOWER_LOCK) and stream is not None:
+        stream.write(f"waiting up to {wait:.0f} s for the process delivering {folder}\n")
+    try:
+        return take_over(folder, wait)
+    except JournalGone:
+        report.finished_elsewhere.append(str(folder))
+    except FollowerBusy:
+        report.errors.append(
+            f"{folder}: another process was still delivering it after {wait:.0f} s; run "
+            f"`tracking-core sync {folder}` again later"
+        )
+    return None
+
+
+def _replay_apart(
+    folder: Path, setup: _Setup, lock_fd: int, deadline: float, report: SyncReport, before: dict[str, int]
+) -> None:
+    """Each backend in a process of its own (see :mod:`.isolation`)."""
+    plans = [
+        BackendPlan(spec.name, context_to_dict(setup.contexts[spec.name]), setup.actions[spec.name], setup.entries[spec.name])
+        for spec in setup.specs
+    ]
+    timeout = max(0.0, deadline - time.monotonic())
+    try:
+        missing, outcomes, delivered = replay_apart(
+            folder, setup.names, plans, setup.prefix, lock_fd, deadline, setup.on_opened
+        )
+    finally:
+        os.close(lock_fd)
+    report.records += sum(max(0, delivered.get(name, 0) - before.get(name, 0)) for name in delivered)
+    bad = max((int((o.report or {}).get("bad_lines") or 0) for o in outcomes.values()), default=0)
+    if bad:
+        report.bad_lines[str(folder)] = bad
+    if not missing:
+        report.removed.append(str(folder))
+        return
+    for name, what in missing.items():
+        outcome = outcomes.get(name)
+        why = outcome.why(timeout) if outcome is not None else ""
+        report.errors.append(f"{folder}: {name} still lacks {what}: {why or 'see the warnings above'}")
+
+
+def _delivered_with(meta: dict[str, Any]) -> bool:
+    """Whether this is a spill journal (see :mod:`.intake`) whose journal is still there: it is
+    delivered with that journal, which names it, in record order."""
+    journal = meta.get("spill_of")
+    return isinstance(journal, str) and (Path(journal) / META).exists()
 
 
 def _saved_handle(meta: dict[str, Any]) -> RunHandle:
@@ -148,16 +228,22 @@ def _saved_handle(meta: dict[str, Any]) -> RunHandle:
     return recorded
 
 
-def _follower(
-    folder: Path,
-    meta: dict[str, Any],
-    handle: RunHandle,
-    manager: PluginManager,
-    report: SyncReport,
-    lock_timeout: float,
-) -> Follower:
+@dataclass
+class _Setup:
+    """What delivering one journal takes, from its meta and the run's handle."""
+
+    names: list[str]
+    specs: list[BackendSpec]
+    contexts: dict[str, RunContext]
+    entries: dict[str, dict[str, Any]]
+    actions: dict[str, str]
+    prefix: str
+    on_opened: Callable[[str, Any], None]
+
+
+def _setup(folder: Path, meta: dict[str, Any], handle: RunHandle, manager: PluginManager, report: SyncReport) -> _Setup:
     names = [str(n) for n in meta.get("backends") or []]
-    specs = manager.select(names)
+    specs = list(manager.select(names))
     primary = bool(meta.get("primary"))
     recorded = RunHandle.from_mapping(meta["handle"])
     entries, actions = {}, {}
@@ -191,18 +277,7 @@ def _follower(
         )
         for spec in specs
     }
-    return Follower(
-        folder,
-        specs=specs,
-        contexts=contexts,
-        entries=entries,
-        actions=actions,
-        manager=manager,
-        prefix=str(meta.get("prefix") or ""),
-        poll=0.2,
-        on_opened=on_opened,
-        lock_timeout=lock_timeout,
-    )
+    return _Setup(names, specs, contexts, entries, actions, str(meta.get("prefix") or ""), on_opened)
 
 
 def _entry(spec: BackendSpec, handle: RunHandle, recorded: RunHandle, folder: Path) -> tuple[dict[str, Any], bool]:
@@ -220,13 +295,18 @@ def _entry(spec: BackendSpec, handle: RunHandle, recorded: RunHandle, folder: Pa
     return entry, False
 
 
-def await_peers(tracking_dir: str, run_id: str, own: Path | None, deadline: float) -> list[str]:
+def await_peers(tracking_dir: str, run_id: str, own: Path | None, deadline: float) -> dict[str, str]:
     """A finishing primary waits, until ``deadline``, for the other live writers of its run on
     this node to deliver what they logged, and replays the journals of those already gone.
-    Returns the journals still unsettled at the deadline."""
+
+    Returns the peers' journals it replayed and could not complete, each with what is missing
+    where: the run's summary must not say it drained while they lack anything (they stay for
+    ``tracking-core sync``). Live writers still delivering at the deadline are only warned about:
+    their own finish reports what they deliver."""
     folder = Path(tracking_dir) / JOURNAL_DIR / run_id
     if not folder.is_dir():
-        return []
+        return {}
+    missing: dict[str, str] = {}
     live: list[Path] = []
     manager: PluginManager | None = None
     handles: dict[str, RunHandle] = {}
@@ -240,9 +320,11 @@ def await_peers(tracking_dir: str, run_id: str, own: Path | None, deadline: floa
             continue
         manager = manager or get_plugin_manager()
         report = SyncReport()
-        replay(journal, meta, manager, report, handles, stream=None, timeout=max(0.0, deadline - time.monotonic()))
+        replay(journal, meta, manager, report, handles, stream=None, deadline=deadline)
         for error in report.errors:
             log.warning("could not replay %s before closing the run: %s", journal.name, error)
+        if report.errors:
+            missing[str(journal)] = "; ".join(e.removeprefix(f"{journal}: ") for e in report.errors)
     # What a peer logged before now reaches its journal within one flush interval (its pump's):
     # judge it only after that.
     if live:
@@ -257,7 +339,7 @@ def await_peers(tracking_dir: str, run_id: str, own: Path | None, deadline: floa
             len(live),
             ", ".join(j.name for j in live),
         )
-    return [str(j) for j in live]
+    return missing
 
 
 def _others(journals: Iterable[Path], own: Path | None) -> list[Path]:

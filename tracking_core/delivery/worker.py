@@ -112,12 +112,23 @@ class BackendSlot:
     """A selected backend in one process: built on first use, registered as a plugin under its
     name for the life of the run, and called through a plugin manager of its own that holds
     only this instance, so that every call goes through pluggy (traced with
-    ``TRACKING_CORE_TRACE_PLUGINS``, ``firstresult`` honoured) and reaches no other backend."""
+    ``TRACKING_CORE_TRACE_PLUGINS``, ``firstresult`` honoured) and reaches no other backend.
 
-    def __init__(self, spec: BackendSpec, context: RunContext, manager: PluginManager) -> None:
+    ``on_call(backend, hook)`` is told before each call into the tracker's code (building its
+    instance included) and ``on_call(backend, None)`` after it: a delivery process says so to the
+    process that started it, which then knows whose code was running if the process dies."""
+
+    def __init__(
+        self,
+        spec: BackendSpec,
+        context: RunContext,
+        manager: PluginManager,
+        on_call: Callable[[str, str | None], None] | None = None,
+    ) -> None:
         self.spec = spec
         self.context = context
         self.manager = manager
+        self.on_call = on_call
         self.instance: Any = None
         self.plugin_name: str | None = None
         self._pm: pluggy.PluginManager | None = None
@@ -147,8 +158,17 @@ class BackendSlot:
 
     def call(self, hook: str, **kwargs: Any) -> Any:
         """Call this backend's ``hook`` with every argument of its spec; the first result."""
-        pm = self._pm or self._build()
-        return self._first(getattr(pm.hook, hook)(**kwargs))
+        pm = self._pm or self._watched(self._build, "its constructor")
+        return self._watched(lambda: self._first(getattr(pm.hook, hook)(**kwargs)), hook)
+
+    def _watched(self, call: Callable[[], Any], what: str) -> Any:
+        if self.on_call is None:
+            return call()
+        self.on_call(self.spec.name, what)
+        try:
+            return call()
+        finally:
+            self.on_call(self.spec.name, None)
 
     @staticmethod
     def _first(result: Any) -> Any:
@@ -158,7 +178,7 @@ class BackendSlot:
 
     def implements(self, hook: str) -> bool:
         """Whether this backend has an implementation of ``hook``."""
-        pm = self._pm or self._build()
+        pm = self._pm or self._watched(self._build, "its constructor")
         return bool(getattr(pm.hook, hook).get_hookimpls())
 
     def release(self) -> None:

@@ -1,0 +1,181 @@
+"""``tracking-core sync`` delivers each tracker of a journal in a process of its own.
+
+A tracker whose client kills its process (a segfault or ``abort()`` in a C extension) or never
+returns from a call then costs only itself. The sync holds the journal's ``follower.lock`` and
+hands it down; it starts one delivery process (:mod:`.process`, with a ``replay`` plan) per
+backend, all at once, and alone writes the journal's ``acks.json`` from the progress they report.
+Each process delivers to the journal's end within the time the sync has left and exits; one still
+running at the deadline is killed. The one completion rule is then applied over every backend of
+the journal: it is removed only when all of them have everything.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from .client import describe_exit
+from .follower import retire
+from .journal import Acks, append_end, outstanding, scan
+from .plan import BackendPlan, Plan
+
+log = logging.getLogger("tracking_core.sync")
+
+#: Kept of the time left for a delivery process to answer and exit after its own deadline,
+#: and allowed beyond the deadline before one that did not is killed.
+MARGIN = 1.0
+
+
+@dataclass
+class Outcome:
+    """How one backend's delivery process ended."""
+
+    name: str
+    report: dict[str, Any] | None = None
+    code: int | None = None
+    #: the tracker call it was inside when it ended or was ended (None: none)
+    inside: str | None = None
+    killed_at_deadline: bool = False
+
+    def why(self, timeout: float) -> str:
+        """Why what it lacks is not delivered, in words (empty when nothing unusual happened)."""
+        if self.killed_at_deadline or (self.report is not None and self.inside):
+            where = f"its {self.inside} call" if self.inside else "it"
+            return f"{where} had not returned after {timeout:.0f} s (sync's --timeout)"
+        if self.report is None:
+            where = f" in {self.inside}" if self.inside else ""
+            return f"its client ended the process delivering it ({describe_exit(self.code)}{where})"
+        return ""
+
+
+def replay_apart(
+    folder: Path,
+    names: list[str],
+    plans: list[BackendPlan],
+    prefix: str,
+    lock_fd: int,
+    deadline: float,
+    on_opened: Callable[[str, Any], None],
+) -> tuple[dict[str, str], dict[str, Outcome], dict[str, Any]]:
+    """Deliver the journal in ``folder`` (its lock held in ``lock_fd``) to the backends in
+    ``plans``, each in its own process, by ``deadline``; ``names`` are all the journal's
+    backends. Returns what is still outstanding (the journal was removed when nothing is), each
+    backend's :class:`Outcome`, and the journal's progress per backend."""
+    last, end, _ = scan(folder)
+    if end is None:  # the writer died before journaling its end: done once, here
+        end = last + 1
+        append_end(folder, end, "KILLED")
+    acks = Acks(folder, names)
+    timeout = max(0.0, deadline - time.monotonic() - MARGIN)
+    events: queue.Queue[tuple[str, dict[str, Any] | None]] = queue.Queue()
+    children = {plan.name: _start(folder, plan, prefix, lock_fd, timeout, events) for plan in plans}
+    outcomes = {name: Outcome(name) for name in children}
+    running = set(children)
+    while running:
+        wait = deadline + MARGIN - time.monotonic()
+        if wait <= 0:
+            break
+        try:
+            name, event = events.get(timeout=wait)
+        except queue.Empty:
+            break
+        if event is None:
+            running.discard(name)
+            outcomes[name].code = _exit_code(children[name])
+            continue
+        _on_event(name, event, acks, outcomes[name], on_opened)
+    for name in running:  # past the deadline: a call that never returns costs only its tracker
+        outcomes[name].killed_at_deadline = True
+        with contextlib.suppress(ProcessLookupError):
+            children[name].kill()
+        outcomes[name].code = _exit_code(children[name])
+    acks.save()
+    missing = outstanding(acks.progress, names, end)
+    if not missing:
+        retire(folder)
+    progress = {name: p.delivered for name, p in acks.progress.items()}
+    return missing, outcomes, progress
+
+
+def _on_event(
+    name: str, event: Mapping[str, Any], acks: Acks, outcome: Outcome, on_opened: Callable[[str, Any], None]
+) -> None:
+    kind = event.get("ev")
+    if kind == "acks":
+        for backend, progress in dict(event["acks"]).items():
+            if backend == name:
+                acks.update(name, **{k: progress[k] for k in ("n", "delivered", "rejected", "owed") if k in progress})
+        acks.save()
+    elif kind == "call":
+        outcome.inside = event.get("h") or None
+    elif kind == "done":
+        outcome.report = dict(event.get("report") or {})
+    elif kind == "opened":
+        on_opened(name, event.get("result"))
+    elif kind == "log":
+        logging.getLogger(str(event["name"])).log(int(event["level"]), "%s", event["msg"])
+
+
+def _start(
+    folder: Path,
+    plan: BackendPlan,
+    prefix: str,
+    lock_fd: int,
+    timeout: float,
+    events: queue.Queue[tuple[str, dict[str, Any] | None]],
+) -> subprocess.Popen[bytes]:
+    whole = Plan(folder=str(folder), prefix=prefix, backends=[plan], poll=0.2, exit_timeout=timeout, replay=True)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tracking_core.delivery.process"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=env,
+        pass_fds=(lock_fd,),  # the lock stays held while any of them still delivers
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    first = {
+        "plan": json.loads(whole.to_json()),
+        "log_level": logging.getLogger("tracking_core").getEffectiveLevel(),
+        "argv": ["tracking-core", "sync"],
+        "lock_fd": lock_fd,
+    }
+    try:
+        proc.stdin.write(_line(first) + _line({"op": "replay", "id": 1, "timeout": timeout}))
+        proc.stdin.flush()  # stdin stays open: the process stops when this one is gone
+    except OSError:
+        pass  # it died at once: its end is read below
+    threading.Thread(target=_read, args=(plan.name, proc.stdout, events), daemon=True).start()
+    return proc
+
+
+def _read(name: str, stream: IO[bytes], events: queue.Queue[tuple[str, dict[str, Any] | None]]) -> None:
+    for line in stream:
+        try:
+            events.put((name, json.loads(line)))
+        except ValueError:
+            continue
+    events.put((name, None))
+
+
+def _exit_code(proc: subprocess.Popen[bytes]) -> int | None:
+    try:
+        return proc.wait(5)
+    except subprocess.TimeoutExpired:
+        return None
+
+
+def _line(obj: Mapping[str, Any]) -> bytes:
+    return (json.dumps(obj, default=str) + "\n").encode()
