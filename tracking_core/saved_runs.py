@@ -11,6 +11,7 @@ from pathlib import Path
 
 from .errors import TrackingError
 from .handle import HANDLE_FILE, RunHandle
+from .names import path_part
 
 __all__ = ["RunNotFound", "find_saved_run"]
 
@@ -62,8 +63,8 @@ def find_saved_run(run: str | None, tracking_dir: str | Path) -> RunHandle:
     path = Path(run)
     if path.is_file() or (path / HANDLE_FILE).is_file():
         return _parse(path)
-    if (runs / run / HANDLE_FILE).is_file():
-        return _parse(runs / run)
+    if (runs / path_part(run, "run id") / HANDLE_FILE).is_file():
+        return _parse(runs / path_part(run, "run id"))
     matches = (
         sorted(p for p in runs.glob(f"{run}*") if (p / HANDLE_FILE).is_file())
         if runs.is_dir() and "/" not in run

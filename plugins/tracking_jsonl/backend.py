@@ -1,5 +1,8 @@
 """The jsonl backend instance: appends one JSON object per line, one file per role; artifacts
-are copied under the run directory (``artifacts/<role>/<name>``)."""
+are copied under the run directory, into the folder ``artifacts/<role>/<name>/`` (a file keeps
+its own name there; a directory's files are its contents). The run id, the role and the
+artifact's name are file names here, made safe by :mod:`tracking_core.names` (a name such as
+``../../x`` stays a name inside the run directory); the lines hold every name as logged."""
 
 from __future__ import annotations
 
@@ -12,13 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from tracking_core import ConfigSection, MetricRecord, RunContext, RunStatus, hookimpl
+from tracking_core.names import path_part, path_under
 from tracking_core.records import ArtifactRecord, HistogramRecord, TableRecord, TextRecord
 
 PRIMARY_FILE = "primary"
 
 
 def run_dir(tracking_dir: str | os.PathLike[str], run_id: str) -> Path:
-    return Path(tracking_dir) / "jsonl" / run_id
+    return Path(tracking_dir) / "jsonl" / path_part(run_id, "run id")
 
 
 def target(run: RunContext) -> dict[str, str]:
@@ -30,7 +34,7 @@ def target(run: RunContext) -> dict[str, str]:
 class JsonlBackend:
     def __init__(self, run: RunContext) -> None:
         self.dir = run_dir(run.tracking_dir, run.run_id)
-        self.file = f"{run.role or PRIMARY_FILE}.jsonl"
+        self.file = f"{_role_part(run.role)}.jsonl"
         self._fd: int | None = None
 
     def _write(self, objs: Sequence[Mapping[str, Any]]) -> None:
@@ -126,11 +130,13 @@ class JsonlBackend:
 
     @hookimpl
     def log_artifact(self, artifact: ArtifactRecord, run: RunContext) -> None:
-        dest = self.dir / "artifacts" / (run.role or PRIMARY_FILE) / artifact.key
-        dest.parent.mkdir(parents=True, exist_ok=True)
+        folder = self.dir / "artifacts" / _role_part(run.role) / path_under(artifact.key, "artifact name")
         if artifact.is_dir:
+            dest = folder
             shutil.copytree(artifact.path, dest, dirs_exist_ok=True, copy_function=_link_or_copy)
         else:
+            dest = folder / (artifact.files[0][0] if artifact.files else os.path.basename(artifact.path))
+            folder.mkdir(parents=True, exist_ok=True)
             _link_or_copy(artifact.path, str(dest))
         self._write(
             [
@@ -157,6 +163,10 @@ class JsonlBackend:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+
+def _role_part(role: str | None) -> str:
+    return PRIMARY_FILE if role is None else path_part(role, "role")
 
 
 def _common(record: TableRecord | HistogramRecord | TextRecord) -> dict[str, Any]:

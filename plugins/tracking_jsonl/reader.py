@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tracking_core.names import path_part
+
 
 @dataclass
 class JsonlRun:
@@ -27,7 +29,7 @@ def find_run(run: str, tracking_dir: str) -> Path:
     if path.is_dir() and any(path.glob("*.jsonl")):
         return path
     base = Path(tracking_dir) / "jsonl"
-    exact = base / run
+    exact = base / path_part(run, "run id")
     if exact.is_dir():
         return exact
     matches = sorted(p for p in base.glob(f"{run}*") if p.is_dir()) if base.is_dir() else []

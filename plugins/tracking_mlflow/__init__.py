@@ -31,7 +31,8 @@ about). A param logged again with the same value is skipped; a *changed* value c
 ``config_changed/<key>`` and in ``config/<namespace>.changes-<time>.json``, with a warning.
 
 **Metrics.** ``log_batch`` requests of at most 1000 metrics; keys shaped like param keys
-(``passrate/pass@1`` -> ``passrate/pass_at_1``, recorded in a ``tracking_core.metric_key/...`` tag);
+(``passrate/pass@1`` -> ``passrate/pass_at_1--1a19f3c5``: a renamed key carries its own hash, see
+:mod:`tracking_mlflow.keys`; recorded in a ``tracking_core.metric_key/...`` tag);
 timestamps are the records' own (milliseconds), so a retried batch is the same data: MLflow's SQL
 stores drop a metric identical to a stored one (same key, step, value and timestamp), which makes
 retries and journal replays exactly-once. A record without a step is logged at step 0 (MLflow's own

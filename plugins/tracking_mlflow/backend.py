@@ -36,7 +36,7 @@ from tracking_core.errors import RunNotOpenYet
 from tracking_core.records import ArtifactRecord, HistogramRecord, TableRecord, TextRecord
 
 from . import settings
-from .keys import MlflowKeyShaper, mlflow_key, mlflow_params
+from .keys import MlflowKeyShaper, mlflow_key, mlflow_params, mlflow_tag_key
 from .media import MlflowMedia
 
 settings.apply_env_defaults()
@@ -72,6 +72,12 @@ def _is_locked(exc: BaseException) -> bool:
 
 def _error_code(exc: BaseException) -> str | None:
     return getattr(exc, "error_code", None)
+
+
+def _beside(config: ConfigSection, suffix: str) -> str:
+    """An artifact beside the section's JSON: ``config/<namespace>.<suffix>`` (the namespace as
+    a file name, as in :func:`tracking_core.config.artifact_path`)."""
+    return artifact_path(config).removesuffix(".json") + "." + suffix
 
 
 def _clip(text: str, limit: int) -> str:
@@ -334,7 +340,7 @@ class MlflowBackend:
     def _tag_writer(self, client: MlflowClient, run: RunContext) -> None:
         if run.role:
             assert self.run_id is not None
-            key = mlflow_key(f"tracking_core.writer/{run.role}")
+            key = mlflow_tag_key(f"tracking_core.writer/{run.role}")
             self._call(client.set_tag, self.run_id, key, run.label)
 
     # -- config --------------------------------------------------------------------------------
@@ -371,7 +377,7 @@ class MlflowBackend:
                 client.log_text,
                 run_id,
                 json.dumps(doc, indent=1, sort_keys=True),
-                f"config/{config.namespace}.mlflow-keys.json",
+                _beside(config, "mlflow-keys.json"),
             )
         if changed:
             self._record_changes(client, run_id, config, changed)
@@ -384,9 +390,9 @@ class MlflowBackend:
         changed: Mapping[str, Mapping[str, str]],
     ) -> None:
         stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
-        where = f"config/{config.namespace}.changes-{stamp}.json"
+        where = _beside(config, f"changes-{stamp}.json")
         tags = [
-            RunTag(mlflow_key(CHANGED_TAG + key), self._change_tag(values, where))
+            RunTag(mlflow_tag_key(CHANGED_TAG + key), self._change_tag(values, where))
             for key, values in changed.items()
         ]
         self._call(client.log_batch, run_id, tags=tags)
@@ -452,7 +458,7 @@ class MlflowBackend:
     def _key_tags(self) -> dict[str, RunTag]:
         """A tag per metric key that had to be renamed and is not tagged yet (shaped -> tag)."""
         return {
-            shaped: RunTag(mlflow_key(METRIC_KEY_TAG + shaped), _clip(original, MAX_TAG_VALUE))
+            shaped: RunTag(mlflow_tag_key(METRIC_KEY_TAG + shaped), _clip(original, MAX_TAG_VALUE))
             for original, shaped in self._shape.renamed.items()
             if shaped not in self._tagged_keys
         }

@@ -7,14 +7,22 @@ under ``posixpath.normpath`` (no ``//``, no leading or trailing ``/``, no ``.``/
 starting with ``..``), param values of at most 6000 characters, at most 100 params a batch. Metric
 keys follow the same key rule.
 
-**The shaped-key rule** (:func:`mlflow_key`): a key MLflow accepts is kept as it is. Otherwise
-``@`` becomes ``_at_`` (``passrate/pass@1`` -> ``passrate/pass_at_1``), any other character outside
-``[/\\w.\\- :]`` becomes ``_``, empty path parts are dropped (``a//b`` -> ``a/b``, ``/a/`` -> ``a``),
-a ``.`` part becomes ``_`` and a ``..`` part ``__``, a key starting with ``..`` gets a leading
-``_``, and a key still longer than 250 characters is cut to 241 and ends with ``-`` and the first
-8 hex digits of the SHA-256 of the original key. When two keys of one batch would end up the
-same, the changed one(s) get that hash suffix too (:func:`shape_mlflow_keys`), so distinct keys
-stay distinct whatever their order.
+**The shaped-key rule** (:func:`mlflow_key`): a key MLflow accepts is kept as it is. Any other
+key is *renamed*: ``@`` becomes ``_at_``, any other character outside ``[/\\w.\\- :]`` becomes
+``_``, empty path parts are dropped, a ``.`` part becomes ``_`` and a ``..`` part ``__``, a key
+starting with ``..`` gets a leading ``_``, the result is cut to 240 characters, and then it
+**always** ends with ``--`` and the first 8 hex digits of the SHA-256 of the key as logged:
+``passrate/pass@1`` -> ``passrate/pass_at_1--1a19f3c5``, ``a//b`` -> ``a/b--<hash>``.
+
+Why a renamed key never lands on another key of the run, whichever process logs it and in
+whatever order: the hash is of the key itself, so two renamed keys differ unless their SHA-256
+share 32 leading bits; and a renamed key always ends with ``--`` and 8 hex digits, while a key
+kept as given never does -- a key MLflow would accept that happens to end that way is renamed
+too (it gains its own suffix). So ``acc/top-1!`` and ``acc/top-1?`` are two series, and ``a//b``
+is never logged into a real ``a/b``. Nothing depends on which key came first: every writer and
+``tracking-core sync`` rename a key the same way (a rule "add a suffix only on a clash" could
+not: two writers each see only their own keys). :func:`mlflow_path` is the same rule for
+artifact paths, where ``:`` and ``" ' , [ ] { } \\`` are refused too.
 
 Every key that had to change, and every value that had to be cut, is listed in the result
 (:class:`MlflowParams`) and named in a warning on the ``tracking_core.mlflow`` logger; the
@@ -29,7 +37,6 @@ import hashlib
 import logging
 import posixpath
 import re
-from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,6 +51,8 @@ __all__ = [
     "MlflowKeyShaper",
     "MlflowParams",
     "mlflow_key",
+    "mlflow_path",
+    "mlflow_tag_key",
     "mlflow_params",
     "param_text",
     "shape_mlflow_keys",
@@ -57,73 +66,84 @@ MLFLOW_MAX_PARAMS_PER_BATCH = 100
 # MLflow's server refuses log_batch requests over 1 MB; leave room for the JSON around values.
 _MLFLOW_BATCH_BYTES = 900_000
 
-_VALID_CHARS = re.compile(r"[/\w.\- :]*")
 _BAD_CHAR = re.compile(r"[^/\w.\- :]")
+#: Artifact paths: the key rule, and none of the characters ``log_table`` refuses.
+_BAD_PATH_CHAR = re.compile(r"[^/\w.\- ]")
 _HASH_LEN = 8
+_RENAMED_SEP = "--"
+#: How every renamed key ends (and no key kept as given does).
+_RENAMED = re.compile(rf"{_RENAMED_SEP}[0-9a-f]{{{_HASH_LEN}}}\Z")
 
 
 def _hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:_HASH_LEN]
 
 
-def _mlflow_valid(key: str) -> bool:
+def _mlflow_valid(key: str, bad: re.Pattern[str] = _BAD_CHAR) -> bool:
     return (
         0 < len(key) <= MLFLOW_MAX_KEY_LENGTH
-        and _VALID_CHARS.fullmatch(key) is not None
+        and bad.search(key) is None
         and not key.startswith(("/", ".."))
         and key != "."
         and posixpath.normpath(key) == key
     )
 
 
-def _with_hash(shaped: str, original: str, extra: str = "") -> str:
-    suffix = "-" + _hash(original + extra)
-    base = shaped[: MLFLOW_MAX_KEY_LENGTH - len(suffix)].rstrip("/")
-    return base + suffix
-
-
-@functools.lru_cache(maxsize=32768)
-def mlflow_key(key: str) -> str:
-    """``key`` as MLflow accepts it for a param or a metric, by the module's shaped-key rule.
-
-    Pure and cached: the same key is shaped the same way in every process, every time. Keys that
-    are already valid come back unchanged.
-    """
-    if not isinstance(key, str):
-        key = str(key)
-    if _mlflow_valid(key):
-        return key
-    text = _BAD_CHAR.sub("_", key.replace("@", "_at_"))
+def _renamed(key: str, bad: re.Pattern[str]) -> str:
+    """``key`` by the module's renaming steps, ending with ``--`` and its hash."""
+    text = bad.sub("_", key.replace("@", "_at_"))
     parts = [part for part in text.split("/") if part]
     parts = ["_" if part == "." else "__" if part == ".." else part for part in parts]
     text = "/".join(parts) or "_"
     if text.startswith(".."):
         text = "_" + text
-    if len(text) > MLFLOW_MAX_KEY_LENGTH:
-        text = _with_hash(text, key)
-    if not _mlflow_valid(text):  # pragma: no cover - the steps above leave nothing invalid
-        text = "key-" + _hash(key)
+    suffix = _RENAMED_SEP + _hash(key)
+    text = text[: MLFLOW_MAX_KEY_LENGTH - len(suffix)].rstrip("/") + suffix
+    if not _mlflow_valid(text, bad):  # pragma: no cover - the steps above leave nothing invalid
+        text = "key" + suffix
     return text
 
 
+def _shape(key: object, bad: re.Pattern[str]) -> str:
+    text = key if isinstance(key, str) else str(key)
+    if _mlflow_valid(text, bad) and _RENAMED.search(text) is None:
+        return text
+    return _renamed(text, bad)
+
+
+@functools.lru_cache(maxsize=32768)
+def mlflow_key(key: str) -> str:
+    """``key`` as MLflow accepts it for a param, a metric or a tag, by the module's shaped-key
+    rule: kept as it is when MLflow accepts it, else renamed with the hash of the key.
+
+    Pure and cached: the same key is shaped the same way in every process, every time, and two
+    distinct keys are never shaped alike (see the module doc).
+    """
+    return _shape(key, _BAD_CHAR)
+
+
+@functools.lru_cache(maxsize=8192)
+def mlflow_tag_key(key: str) -> str:
+    """A key of tracking-core's own run tags (``tracking_core.metric_key/<shaped key>``,
+    ``tracking_core.artifact/<path>``), which end with a name shaped already: kept as it is
+    when MLflow accepts it (a shaped key's suffix is no sign of renaming here), else renamed by
+    the key rule. These tags name one key or path each, so they stay as distinct as those."""
+    text = key if isinstance(key, str) else str(key)
+    return text if _mlflow_valid(text) else _renamed(text, _BAD_CHAR)
+
+
+@functools.lru_cache(maxsize=8192)
+def mlflow_path(name: str) -> str:
+    """A logged name as a run-relative artifact folder (``tables/<path>/...``): the key rule
+    with ``:`` refused too (and ``" ' , [ ] { } \\``, which the key rule refuses already), so
+    ``log_table`` takes it; distinct names never share a folder."""
+    return _shape(name, _BAD_PATH_CHAR)
+
+
 def shape_mlflow_keys(keys: Iterable[str]) -> dict[str, str]:
-    """Shape many keys at once, keeping distinct keys distinct (original -> shaped)."""
-    shaped = {key: mlflow_key(key) for key in keys}
-    counts = Counter(shaped.values())
-    if len(counts) == len(shaped):
-        return shaped
-    taken = {s for k, s in shaped.items() if counts[s] == 1 or s == k}
-    for key in sorted(shaped):
-        value = shaped[key]
-        if counts[value] > 1 and value != key:
-            candidate = _with_hash(value, key)
-            n = 0
-            while candidate in taken:
-                n += 1
-                candidate = _with_hash(value, key, f"#{n}")
-            shaped[key] = candidate
-            taken.add(candidate)
-    return shaped
+    """Shape many keys at once (original -> shaped); distinct keys stay distinct by the rule
+    itself, whatever the order or the batch."""
+    return {key: mlflow_key(key) for key in keys}
 
 
 class MlflowKeyShaper:

@@ -26,7 +26,8 @@ this very record, its files are listed: all there with their sizes means stored;
 missing or short (an upload cut off) has it uploaded again to the same path.
 
 **Limits.** Artifact paths take no ``" ' , : [ ] { }`` (``log_table`` refuses them) and no
-empty, ``.`` or ``..`` parts: such characters become ``_``. The ``mlflow.loggedArtifacts`` tag
+empty, ``.`` or ``..`` parts: a name holding any of them is renamed by the key rule, with the
+hash of the name (:func:`tracking_mlflow.keys.mlflow_path`), so two names never share a folder. The ``mlflow.loggedArtifacts`` tag
 holds at most 8000 characters (MLflow cuts a longer value, which breaks its JSON and with it
 every later ``log_table``): once it is full, later tables are written in the same format with
 ``log_text`` and named in one warning (MLflow's UI shows those as JSON files). MLflow's UI
@@ -40,7 +41,6 @@ import logging
 import math
 import os
 import posixpath
-import re
 import shutil
 import tempfile
 from collections.abc import Mapping
@@ -57,7 +57,7 @@ from tracking_core.records import (
     TextRecord,
 )
 
-from .keys import mlflow_key
+from .keys import mlflow_path, mlflow_tag_key
 
 if TYPE_CHECKING:
     from mlflow.tracking import MlflowClient
@@ -78,17 +78,14 @@ MAX_TAG_VALUE = 8000
 #: The largest file MLflow's UI previews ("Maximum file size for preview: 50MiB").
 UI_PREVIEW_BYTES = 50 * 1024 * 1024
 
-_PATH_BAD = re.compile(r"[\"',:\[\]{}\\]")
-
 
 # -- paths ---------------------------------------------------------------------------------------
 def artifact_dir(name: str) -> str:
-    """A logged name as a run-relative artifact folder MLflow accepts: the metric key rule
-    (:func:`tracking_mlflow.keys.mlflow_key`), then none of the characters ``log_table``
-    refuses. Pure: the same name gives the same folder in every process."""
-    shaped = _PATH_BAD.sub("_", mlflow_key(name))
-    parts = [p for p in shaped.split("/") if p not in ("", ".", "..")]
-    return "/".join(parts) or "_"
+    """A logged name as a run-relative artifact folder MLflow accepts
+    (:func:`tracking_mlflow.keys.mlflow_path`: the metric key rule, none of the characters
+    ``log_table`` refuses, no empty, ``.`` or ``..`` part). Pure: the same name gives the same
+    folder in every process, and two names never share one."""
+    return mlflow_path(name)
 
 
 def step_stem(step: int | None) -> str:
@@ -354,7 +351,7 @@ class MlflowMedia:
         n = 1
         while True:
             path = base if n == 1 else f"{base}.v{n}"
-            tag = tags.get(mlflow_key(ARTIFACT_TAG + path))
+            tag = tags.get(mlflow_tag_key(ARTIFACT_TAG + path))
             if tag is None:
                 break
             if self._same(tag, identity):
@@ -376,7 +373,7 @@ class MlflowMedia:
         if len(text) > MAX_TAG_VALUE:
             identity["source"] = record.source[:200] + " …"
             text = json.dumps(identity, sort_keys=True)
-        key = mlflow_key(ARTIFACT_TAG + path)
+        key = mlflow_tag_key(ARTIFACT_TAG + path)
         claim = self._side.submit(self._call, client.set_tag, run_id, key, text)
         try:
             self._upload(client, run_id, record, path)

@@ -68,6 +68,7 @@ from tracking_core import ConfigSection, MetricRecord, RunContext, RunStatus, ho
 from tracking_core.config import artifact_path, config_json, redact_argv
 from tracking_core.files import replace_text
 from tracking_core.handle import RunHandle
+from tracking_core.names import path_under
 from tracking_core.records import ArtifactRecord, HistogramRecord, TableRecord, TextRecord
 
 from .options import SwanlabOptions, resolve, run_dir_name, run_id_for, sync_commands
@@ -420,7 +421,7 @@ class SwanlabBackend:
         if self.mode == "disabled":
             return
         files = Path(shared.run.dir) / "files"
-        dest = files / FILES_DIR / "artifacts" / artifact.name
+        dest = files / FILES_DIR / "artifacts" / path_under(artifact.name, "artifact name")
         source = Path(artifact.path)
         pairs = (
             [(source / rel, dest / rel) for rel, _ in artifact.files]

@@ -41,11 +41,12 @@ from tensorboardX.summary import text as text_summary
 
 from tracking_core import ConfigSection, MetricRecord, RunContext, RunStatus, hookimpl
 from tracking_core.config import LAUNCH, config_text
+from tracking_core.names import path_part
 from tracking_core.records import ArtifactRecord, HistogramRecord, TableRecord, TextRecord
 
 from . import media
 from .hparams import session_hparams
-from .logdir import default_logdir, safe_part
+from .logdir import default_logdir
 from .logdir import target as run_target
 
 log = logging.getLogger("tracking_core.backends.tensorboard")
@@ -70,8 +71,9 @@ _file_ids = itertools.count()
 
 
 def run_subdir(role: str | None) -> str:
-    """The TensorBoard run (subdirectory) a role writes: ``launch`` for the primary."""
-    return PRIMARY_RUN if role is None else safe_part(role)
+    """The TensorBoard run (subdirectory) a role writes: ``launch`` for the primary, the role as
+    a file name (:func:`tracking_core.names.path_part`) for the others."""
+    return PRIMARY_RUN if role is None else path_part(role, "role")
 
 
 def _hparam_value(value: Any, into: Any) -> bool:

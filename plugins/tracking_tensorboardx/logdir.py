@@ -11,22 +11,14 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 from pathlib import Path
 
 from tracking_core import RunContext
+from tracking_core.names import path_part
 
 from . import DIR_DEST, DIR_ENV
 
 log = logging.getLogger("tracking_core.backends.tensorboard")
-
-_UNSAFE = re.compile(r"[^A-Za-z0-9._@+=,-]+")
-
-
-def safe_part(name: str) -> str:
-    """One path component from a run name or role: no separators, no ``..``, never empty."""
-    part = _UNSAFE.sub("_", name).strip("._") or "_"
-    return part
 
 
 def _has_events(path: Path) -> bool:
@@ -49,9 +41,9 @@ def default_logdir(run: RunContext, *, avoid_reuse: bool = False) -> Path:
     if explicit:
         return Path(os.fspath(explicit)).expanduser().absolute()
     base = Path(run.tracking_dir).absolute() / "tensorboard"
-    path = base / safe_part(run.name or run.run_id)
+    path = base / path_part(run.name or run.run_id, "run name")
     if avoid_reuse and run.name != run.run_id and _has_events(path):
-        fallback = base / safe_part(f"{run.name}-{run.run_id}")
+        fallback = base / path_part(f"{run.name}-{run.run_id}", "run name")
         log.info(
             "TensorBoard dir %s already holds another run's events; run %s writes to %s",
             path,

@@ -14,6 +14,12 @@ metrics of that step and W&B's own ``_step`` is never set.
   allowed instead of failing.
 * **Histograms** are ``wandb.Histogram(np_histogram=(counts, edges))``; more bins than W&B's
   ``Histogram.MAX_LENGTH`` are merged (neighbouring bins added up), with a warning.
+* **Keys of tables and texts** are file paths in W&B (``media/table/<key>_<step>_<id>.table.json``,
+  and the ``run_table`` artifact's entry), which W&B refuses for a key with a ``..`` or empty
+  part or a leading ``/``: such a record would wait for ever. These keys are therefore shaped by
+  :func:`tracking_core.names.path_under` (each ``/``-separated part a safe file name, with one
+  warning naming the key W&B shows instead); every other key, and every histogram's and
+  metric's, is logged as given.
 * **Texts** are ``wandb.Html`` documents holding the text escaped in a ``<pre>`` block: W&B's
   media panel steps through them like images, shows long and multi-line texts whole and
   verbatim, and model output (``<think>``, HTML, markdown) is shown as written, never rendered.
@@ -40,6 +46,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import wandb
 
+from tracking_core.names import path_under
 from tracking_core.records import ArtifactRecord, HistogramRecord, TableRecord, TextRecord
 
 from .rows import DEFAULT_AXIS, TIMESTAMP_KEY, Row
@@ -226,12 +233,15 @@ def log_media(
     shared: _SharedRun,
     record: TableRecord | HistogramRecord | TextRecord,
     value: Any,
+    key: str | None = None,
 ) -> None:
-    """One history row holding ``value`` under the record's name, on the record's step axis."""
+    """One history row holding ``value`` under ``key`` (default: the record's name), on the
+    record's step axis."""
+    key = record.name if key is None else key
     axis = media_axis(record)
     step = None if record.step is None else int(record.step)
-    row = Row(axis, step, record.timestamp, {record.name: 0.0})
-    data: dict[str, Any] = {record.name: value, TIMESTAMP_KEY: record.timestamp}
+    row = Row(axis, step, record.timestamp, {key: 0.0})
+    data: dict[str, Any] = {key: value, TIMESTAMP_KEY: record.timestamp}
     if axis is not None and step is not None:
         data[axis] = step
     with shared.lock:
@@ -239,8 +249,28 @@ def log_media(
         shared.run.log(data)
 
 
+def media_key(record: TableRecord | TextRecord, run_id: str) -> str:
+    """The history key of a table or a text: its name, each part a safe file name (W&B makes
+    the key a file path; see the module doc); a table's also short enough for the name W&B
+    gives its ``run_table`` artifact (``run-<run id>-<key>``, at most 128 characters, to which
+    W&B may add 7): a longer key is cut and ends with ``~`` and 8 hex digits of its SHA-256."""
+    key = path_under(record.name, "W&B table or text key")
+    room = ARTIFACT_NAME_MAX - len(f"run-{run_id}-") - 7
+    if len(key) <= room or not isinstance(record, TableRecord):
+        return key
+    short = key[: max(1, room - 9)] + "~" + _short_hash(record.name)
+    _warn_once(
+        "key",
+        record.name,
+        "W&B: the table key %.120r is too long for W&B's table artifact name; logged as %r",
+        record.name,
+        short,
+    )
+    return short
+
+
 def log_table(backend: WandbBackend, shared: _SharedRun, record: TableRecord) -> None:
-    log_media(backend, shared, record, wandb_table(record))
+    log_media(backend, shared, record, wandb_table(record), media_key(record, shared.run.id))
 
 
 def log_histogram(backend: WandbBackend, shared: _SharedRun, record: HistogramRecord) -> None:
@@ -249,7 +279,7 @@ def log_histogram(backend: WandbBackend, shared: _SharedRun, record: HistogramRe
 
 def log_text(backend: WandbBackend, shared: _SharedRun, record: TextRecord) -> None:
     document = wandb.Html(text_html(record.text), inject=False, data_is_not_path=True)
-    log_media(backend, shared, record, document)
+    log_media(backend, shared, record, document, media_key(record, shared.run.id))
 
 
 def log_artifact(shared: _SharedRun, record: ArtifactRecord) -> None:

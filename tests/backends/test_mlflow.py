@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tracking_mlflow.keys import mlflow_params
+from tracking_mlflow.keys import mlflow_key, mlflow_params
 
 import tracking_core
 from tests.helpers.mlflow_server import MlflowServer, free_port, mlflow_server  # noqa: F401
@@ -272,9 +272,10 @@ def test_server_round_trip(
     assert params["num_rollout"] == "3000" and params["actor/lr"] == "1e-06"
     assert params["critic/tensor_model_parallel_size"] == "1"
     assert "0123456789abcdef" not in json.dumps(params)
-    assert params["pass_at_k"] == "8" and len(params["long_text"]) <= 6000
+    assert params[mlflow_key("pass@k")] == "8" and len(params["long_text"]) <= 6000
     keys = _artifact_json(client, run_id, "config/launch.mlflow-keys.json")
-    assert keys == {"renamed": {"pass@k": "pass_at_k"}, "truncated": ["long_text"]}
+    assert keys == {"renamed": {"pass@k": mlflow_key("pass@k")}, "truncated": ["long_text"]}
+    assert mlflow_key("pass@k").startswith("pass_at_k--")
     changed = json.loads(tags["config_changed/num_rollout"])
     assert changed["logged"] == "3000" and changed["new"] == "10"
     assert any("num_rollout" in r.getMessage() for r in caplog.records), caplog.text
@@ -287,8 +288,10 @@ def test_server_round_trip(
     assert _history(client, run_id, "actor/train/step") == [(s, float(s)) for s in range(steps)]
     assert _history(client, run_id, "train/step") == [(s, float(s)) for s in range(steps)]
     assert len(client.get_metric_history(run_id, "train/critic-value_loss")) == steps
-    assert _history(client, run_id, "passrate/pass_at_1") == [(s, s / 10) for s in range(6)]
-    assert tags["tracking_core.metric_key/passrate/pass_at_1"] == "passrate/pass@1"
+    pass_at_1 = mlflow_key("passrate/pass@1")  # renamed: passrate/pass_at_1--<its hash>
+    assert pass_at_1.startswith("passrate/pass_at_1--")
+    assert _history(client, run_id, pass_at_1) == [(s, s / 10) for s in range(6)]
+    assert tags[f"tracking_core.metric_key/{pass_at_1}"] == "passrate/pass@1"
     assert _history(client, run_id, "rollout/step") == [(s, float(s)) for s in range(6)]
     assert _history(client, run_id, "perf/wall") == [(0, 1.5), (0, 2.5)]
 
@@ -412,7 +415,7 @@ def test_embedded_store_with_concurrent_writers(tmp_path: Path) -> None:
             (s, 1.0 / (s + 1)) for s in range(steps)
         ]
         assert len(client.get_metric_history(run_id, f"{role}/kl")) == steps
-        assert len(client.get_metric_history(run_id, f"{role}/passrate/pass_at_1")) == steps
+        assert len(client.get_metric_history(run_id, mlflow_key(f"{role}/passrate/pass@1"))) == steps
         assert _history(client, run_id, f"{role}/train/step") == [
             (s, float(s)) for s in range(steps)
         ]

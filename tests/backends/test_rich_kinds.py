@@ -172,9 +172,13 @@ def test_names_and_bins_shaped_for_each_tracker() -> None:
     assert artifact_type("a/b:c") == "a-b-c"
     counts, edges = merge_bins(list(range(10)), [float(i) for i in range(11)], 4)
     assert counts == [0 + 1 + 2, 3 + 4 + 5, 6 + 7 + 8, 9] and edges == [0.0, 3.0, 6.0, 9.0, 10.0]
-    assert artifact_dir("eval/aime:v1/samples") == "eval/aime_v1/samples"
-    assert artifact_dir("passrate/pass@1") == "passrate/pass_at_1"
-    assert artifact_dir("a//b/../c") == "a/b/__/c"
+    assert artifact_dir("eval/aime/samples") == "eval/aime/samples"
+    # A name that must change carries its hash: two names never share a folder.
+    assert artifact_dir("eval/aime:v1/samples").startswith("eval/aime_v1/samples--")
+    assert artifact_dir("eval/aime_v1/samples") == "eval/aime_v1/samples"
+    assert artifact_dir("passrate/pass@1").startswith("passrate/pass_at_1--")
+    assert artifact_dir("a//b/../c").startswith("a/b/__/c--")
+    assert artifact_dir("..") != artifact_dir("__") == "__"
     assert step_stem(12) == "step-000012" and step_stem(None) == "step-000000"
 
 

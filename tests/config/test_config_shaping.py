@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
+import re
 from typing import Any
 
 import pytest
@@ -109,38 +111,48 @@ def test_fixture_values_as_text(slime_args: dict[str, Any]) -> None:
     assert params["actor/exit_signal"] == "Signals.SIGTERM"
 
 
+def _h(key: str) -> str:
+    """The suffix every renamed key ends with: ``--`` and 8 hex digits of its SHA-256."""
+    return "--" + hashlib.sha256(key.encode()).hexdigest()[:8]
+
+
 @pytest.mark.parametrize("key", METRIC_KEYS)
 def test_metric_and_param_keys(key: str) -> None:
     shaped = mlflow_key(key)
     validation._validate_metric_name(shaped)
     validation._validate_param_name(shaped)
     validation._validate_length_limit("Metric name", validation.MAX_ENTITY_KEY_LENGTH, shaped)
-    assert mlflow_key(shaped) == shaped
+    assert shaped == key or shaped.endswith(_h(key))  # renamed keys carry the key's hash
     assert mlflow_key(key) == shaped  # the same way every time
 
 
 def test_shaped_key_rule() -> None:
-    assert mlflow_key("passrate/pass@1") == "passrate/pass_at_1"
+    assert mlflow_key("passrate/pass@1") == "passrate/pass_at_1" + _h("passrate/pass@1")
     assert mlflow_key("critic/lr") == "critic/lr"
-    assert mlflow_key("a//b") == "a/b"
-    assert mlflow_key("/a/") == "a"
-    assert mlflow_key("../x") == "__/x"
-    assert mlflow_key("a/./b") == "a/_/b"
-    assert mlflow_key("...x") == "_...x"
-    assert mlflow_key("") == "_"
-    assert mlflow_key("a,b=c") == "a_b_c"
+    assert mlflow_key("a//b") == "a/b" + _h("a//b")
+    assert mlflow_key("/a/") == "a" + _h("/a/")
+    assert mlflow_key("../x") == "__/x" + _h("../x")
+    assert mlflow_key("a/./b") == "a/_/b" + _h("a/./b")
+    assert mlflow_key("...x") == "_...x" + _h("...x")
+    assert mlflow_key("") == "_" + _h("")
+    assert mlflow_key("a,b=c") == "a_b_c" + _h("a,b=c")
     assert mlflow_key("résumé") == "résumé"
+    # A valid key that ends like a renamed one is renamed too: no rename can land on it.
+    assert mlflow_key("x--deadbeef") == "x--deadbeef" + _h("x--deadbeef")
+    assert mlflow_key("x--deadbee") == "x--deadbee"
     long_a, long_b = "k" * 260 + "a", "k" * 260 + "b"
     assert len(mlflow_key(long_a)) == 250
     assert mlflow_key(long_a) != mlflow_key(long_b)
-    assert mlflow_key(long_a).startswith("k" * 241 + "-")
+    assert mlflow_key(long_a) == "k" * 240 + _h(long_a)
 
 
 def test_collisions_stay_distinct(caplog: pytest.LogCaptureFixture) -> None:
-    keys = shape_mlflow_keys(["a@b", "a_at_b", "x,y", "x;y", "x_y"])
-    assert len(set(keys.values())) == 5
-    assert keys["a_at_b"] == "a_at_b" and keys["x_y"] == "x_y"
-    assert keys == shape_mlflow_keys(reversed(list(keys)))
+    given = ["a@b", "a_at_b", "x,y", "x;y", "x_y", "acc/top-1!", "acc/top-1?", "acc/top-1_", "a//b", "a/b"]
+    keys = shape_mlflow_keys(given)
+    assert len(set(keys.values())) == len(given)
+    assert keys["a_at_b"] == "a_at_b" and keys["x_y"] == "x_y" and keys["a/b"] == "a/b"
+    # One key at a time, in any order, in any process: the same names.
+    assert keys == {k: mlflow_key(k) for k in reversed(given)}
     section = ConfigSection(None, "launch", "", {}, {"a@b": 1, "a_at_b": 2})
     with caplog.at_level(logging.WARNING, logger="tracking_core.mlflow"):
         shaped = mlflow_params(section)
@@ -153,10 +165,10 @@ def test_metric_key_shaper_warns_once(caplog: pytest.LogCaptureFixture) -> None:
     shaper = MlflowKeyShaper()
     with caplog.at_level(logging.WARNING, logger="tracking_core.mlflow"):
         for _ in range(3):
-            assert shaper("passrate/pass@1") == "passrate/pass_at_1"
+            assert shaper("passrate/pass@1") == "passrate/pass_at_1" + _h("passrate/pass@1")
             assert shaper("train/pg_loss") == "train/pg_loss"
     assert caplog.text.count("passrate/pass@1") == 1
-    assert shaper.renamed == {"passrate/pass@1": "passrate/pass_at_1"}
+    assert shaper.renamed == {"passrate/pass@1": "passrate/pass_at_1" + _h("passrate/pass@1")}
 
 
 def test_long_values_are_cut_with_a_marker_and_kept_whole(caplog: pytest.LogCaptureFixture) -> None:
@@ -262,20 +274,24 @@ def test_property_any_key_is_valid_for_mlflow(key: str) -> None:
     validation._validate_metric_name(shaped)
     validation._validate_param_name(shaped)
     assert len(shaped) <= 250
-    assert mlflow_key(shaped) == shaped
     if (
         validation.validate_param_and_metric_name(key)
         and not validation.path_not_unique(key)
         and 0 < len(key) <= 250
         and "\n" not in key
+        and not re.search(r"--[0-9a-f]{8}$", key)
     ):
         assert shaped == key
+    else:
+        assert shaped.endswith(_h(key))
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.text(alphabet="ab@/.,_ ", max_size=6), max_size=12, unique=True))
+@given(st.lists(st.text(alphabet="ab@/.,_ -", max_size=6), max_size=12, unique=True))
 def test_property_distinct_keys_stay_distinct(keys: list[str]) -> None:
-    shaped = shape_mlflow_keys(keys)
+    # Each key's renamed form is among the keys too: a rename never lands on a key as given.
+    keys = list(dict.fromkeys(keys + [mlflow_key(k) for k in keys]))
+    shaped = {k: mlflow_key(k) for k in keys}
     assert len(set(shaped.values())) == len(keys)
     for value in shaped.values():
         validation._validate_param_name(value)

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..names import path_part
 from .convert import child_path, to_plain
 
 __all__ = [
@@ -271,7 +272,7 @@ def load_config_values(path: str | Path) -> dict[str, Any]:
 def _find_run(run: str, tracking_dir: str) -> Path | None:
     """A run directory given as a path, a run id, or a unique prefix of a run id."""
     direct = Path(run)
-    by_id = Path(tracking_dir) / "runs" / run
+    by_id = Path(tracking_dir) / "runs" / path_part(run, "run id")
     for candidate in (direct if (direct / "config").is_dir() else None, by_id, direct):
         if candidate is not None and run and candidate.is_dir():
             return candidate
@@ -313,7 +314,7 @@ def diff_command(
     config_dir = run_dir / "config"
     values: dict[str, dict[str, Any]] = {}
     for role in roles:
-        path = config_dir / f"{role}.json"
+        path = config_dir / f"{path_part(role, 'role')}.json"
         try:
             values[role] = load_config_values(path)
         except (OSError, ValueError) as exc:

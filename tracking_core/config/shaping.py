@@ -18,6 +18,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from ..names import path_part
 from ..records import ConfigSection
 from .convert import to_plain
 
@@ -34,8 +35,10 @@ CONFIG_FORMAT = "tracking-core/config@1"
 
 
 def artifact_path(section: ConfigSection) -> str:
-    """Where a section's lossless JSON goes, relative to the run: ``config/<namespace>.json``."""
-    return f"config/{section.namespace}.json"
+    """Where a section's lossless JSON goes, relative to the run: ``config/<namespace>.json``,
+    the namespace as a file name (:func:`tracking_core.names.path_part`): a role named
+    ``../x`` cannot put it anywhere else."""
+    return f"config/{path_part(section.namespace, 'config namespace')}.json"
 
 
 def _dumps(value: Any, **kwargs: Any) -> str:

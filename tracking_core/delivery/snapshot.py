@@ -13,6 +13,14 @@ rotation). So:
   artifact goes to the pump to be journaled like any record, pointing at its snapshot. The
   snapshot goes with the journal (or when every backend has the artifact).
 
+**Never a journal.** A directory that holds the tracking directory (``log_artifact(".")`` from
+the job's working directory, say) would carry the live journal into the artifact: its copy would
+be replayed by ``tracking-core sync`` as a second writer, every value twice. So :func:`hold`
+leaves out the tracking directory, any journal folder found anywhere inside the directory
+(``meta.json`` beside a lock, acks or a segment), and everything when the path logged lies in the
+tracking directory's journals; what was left out is listed in :attr:`Held.left_out` (the run says
+it in one warning) and the rest of the directory is delivered.
+
 Not protected: a file *rewritten in place* (opened for writing and changed rather than replaced)
 before its snapshot is complete — a hard link shares its bytes, a copy reads them as they are
 then; the files of a directory beyond :data:`MAX_HELD`, which are copied by name. Where no
@@ -34,6 +42,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .journal import ACKS, FOLLOWER_LOCK, JOURNAL_DIR, META, SEGMENT_PREFIX, WRITER_LOCK
+
 log = logging.getLogger("tracking_core.delivery")
 
 #: Files of one directory held open on the training thread (the rest are copied by name).
@@ -51,6 +61,9 @@ class Held:
     is_dir: bool
     ts: float
     files: list[tuple[str, int, int | None]] = field(default_factory=list)
+    #: Folders left out (relative paths; ``.`` for the whole path): the tracking directory and
+    #: journal folders, never snapshotted.
+    left_out: list[str] = field(default_factory=list)
 
     def release(self) -> None:
         for _, _, fd in self.files:
@@ -62,37 +75,90 @@ class Held:
         self.files = [(rel, size, None) for rel, size, _ in self.files]
 
 
-def hold(path: str | os.PathLike[str], key: str | None, kind: str) -> Held:
-    """Open what ``path`` names (raises ``OSError`` when it cannot be read at all)."""
+def hold(
+    path: str | os.PathLike[str], key: str | None, kind: str, tracking_dir: str | os.PathLike[str] | None = None
+) -> Held:
+    """Open what ``path`` names (raises ``OSError`` when it cannot be read at all), leaving out
+    ``tracking_dir`` and every journal folder (see the module doc)."""
     source = os.path.abspath(os.fspath(path))
     info = os.stat(source)
     name = key or os.path.basename(source.rstrip(os.sep)) or "artifact"
     held = Held(name, kind, source, stat.S_ISDIR(info.st_mode), time.time())
+    fence = _Fence.of(tracking_dir)
+    if fence.inside_journals(source) or (held.is_dir and fence.is_tracking_dir(info)):
+        held.left_out.append(".")
+        return held
     if not held.is_dir:
         held.files.append((os.path.basename(source), info.st_size, os.open(source, os.O_RDONLY)))
         return held
     try:
-        _walk(source, "", held)
+        _walk(source, "", held, fence)
     except BaseException:
         held.release()
         raise
     return held
 
 
-def _walk(root: str, rel: str, held: Held) -> None:
-    with os.scandir(os.path.join(root, rel) if rel else root) as entries:
-        for entry in sorted(entries, key=lambda e: e.name):
-            sub = f"{rel}/{entry.name}" if rel else entry.name
-            if entry.is_dir(follow_symlinks=False):
-                _walk(root, sub, held)
-            elif entry.is_file():
-                fd = None
-                if sum(1 for f in held.files if f[2] is not None) < MAX_HELD:
-                    try:
-                        fd = os.open(entry.path, os.O_RDONLY)
-                    except OSError:
-                        fd = None
-                held.files.append((sub, entry.stat().st_size, fd))
+@dataclass(frozen=True)
+class _Fence:
+    """The tracking directory (its device and inode, and where its journals are)."""
+
+    ident: tuple[int, int] | None = None
+    journals: str | None = None
+
+    @classmethod
+    def of(cls, tracking_dir: str | os.PathLike[str] | None) -> _Fence:
+        if tracking_dir is None:
+            return cls()
+        try:
+            info = os.stat(tracking_dir)
+        except OSError:
+            return cls()
+        return cls((info.st_dev, info.st_ino), os.path.join(os.path.realpath(tracking_dir), JOURNAL_DIR))
+
+    def is_tracking_dir(self, info: os.stat_result) -> bool:
+        return self.ident == (info.st_dev, info.st_ino)
+
+    def is_tracking_entry(self, entry: os.DirEntry[str]) -> bool:
+        # The inode comes with the directory listing; a stat only where it matches.
+        return self.ident is not None and entry.inode() == self.ident[1] and self.is_tracking_dir(entry.stat(follow_symlinks=False))
+
+    def inside_journals(self, source: str) -> bool:
+        if self.journals is None:
+            return False
+        real = os.path.realpath(source)
+        return real == self.journals or real.startswith(self.journals + os.sep)
+
+
+def is_journal_folder(names: set[str]) -> bool:
+    """Whether a folder holding ``names`` is a journal folder (``meta.json`` beside a lock, the
+    acks or a segment)."""
+    if META not in names:
+        return False
+    return bool(names & {WRITER_LOCK, FOLLOWER_LOCK, ACKS}) or any(n.startswith(SEGMENT_PREFIX) for n in names)
+
+
+def _walk(root: str, rel: str, held: Held, fence: _Fence) -> None:
+    with os.scandir(os.path.join(root, rel) if rel else root) as listing:
+        entries = sorted(listing, key=lambda e: e.name)
+    if is_journal_folder({e.name for e in entries}):
+        held.left_out.append(rel or ".")
+        return
+    for entry in entries:
+        sub = f"{rel}/{entry.name}" if rel else entry.name
+        if entry.is_dir(follow_symlinks=False):
+            if fence.is_tracking_entry(entry):
+                held.left_out.append(sub)
+            else:
+                _walk(root, sub, held, fence)
+        elif entry.is_file():
+            fd = None
+            if sum(1 for f in held.files if f[2] is not None) < MAX_HELD:
+                try:
+                    fd = os.open(entry.path, os.O_RDONLY)
+                except OSError:
+                    fd = None
+            held.files.append((sub, entry.stat().st_size, fd))
 
 
 class Snapshotter:
