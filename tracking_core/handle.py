@@ -16,6 +16,7 @@ from typing import Any
 
 from . import settings
 from .files import replace_text
+from .names import path_part
 
 RUN_ENV = settings.RUN
 ARGS_ATTR = "tracking_run"
@@ -95,7 +96,8 @@ class RunHandle:
 
     @property
     def run_dir(self) -> Path:
-        return Path(self.tracking_dir) / "runs" / self.run_id
+        """``<tracking_dir>/runs/<run id>``, the run id as a file name (:mod:`tracking_core.names`)."""
+        return Path(self.tracking_dir) / "runs" / path_part(self.run_id, "run id")
 
     def save(self) -> Path:
         """Write ``handle.json`` into the run directory (atomically) and return its path."""

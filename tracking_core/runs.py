@@ -37,6 +37,7 @@ from .delivery.modes import Delivery, delivery_mode, start_delivery
 from .delivery.plan import BackendPlan, Plan, context_to_dict, plain
 from .files import replace_text
 from .handle import ARGS_ATTR, HANDLE_FILE, RUN_ENV, RunHandle, find_handle
+from .names import path_part
 from .plugins import PluginManager, get_plugin_manager
 from .records import ConfigSection, RunStatus
 from .registry import BackendSpec
@@ -122,7 +123,9 @@ class Run:
         self.role = role
         self.args = args
         self.metric_prefix = prefix
-        self.label = ("primary" if primary else f"{role}-r{rank if rank is not None else 0}") + f"-p{os.getpid()}"
+        # The journal folder's and the writer's run folders' name: the role as a file name.
+        who = "primary" if primary else f"{path_part(role, 'role')}-r{rank if rank is not None else 0}"
+        self.label = f"{who}-p{os.getpid()}"
         self.exit_timeout = settings.exit_timeout()
         self.finished: FinishSummary | None = None
         self._names = [s.name for s in specs]
@@ -201,7 +204,7 @@ class Run:
 
     # -- setting up -------------------------------------------------------------------------
     def _journal_root(self) -> Path:
-        return Path(self.handle.tracking_dir) / JOURNAL_DIR / self.handle.run_id
+        return Path(self.handle.tracking_dir) / JOURNAL_DIR / path_part(self.handle.run_id, "run id")
 
     def _open_journal(self, specs: Sequence[BackendSpec], options: Mapping[str, Any], wanted: bool) -> JournalWriter | None:
         if not wanted:
@@ -284,7 +287,9 @@ class Run:
         return section
 
     def _save_config(self, section: ConfigSection, text: str) -> None:
-        path = self.handle.run_dir / "config" / f"{section.namespace}.json"
+        from .config import artifact_path
+
+        path = self.handle.run_dir / artifact_path(section)
         self._saved_configs[path] = text  # saved again should a cleaner delete them
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -398,10 +403,20 @@ class Run:
             self._usable("log_artifact")
             return
         try:
-            held = snapshot.hold(path, name, str(kind))
+            held = snapshot.hold(path, name, str(kind), self.handle.tracking_dir)
         except Exception as exc:  # noqa: BLE001
             log.warning("log_artifact: cannot read %s (%s: %s); nothing logged", path, type(exc).__name__, exc)
             return
+        if held.left_out:
+            self._warn_once(
+                "artifact-journal",
+                "log_artifact(%s): left out %s: the tracking directory %s and journal folders are "
+                "never part of an artifact (a copy of a journal would be delivered again by "
+                "tracking-core sync); the rest is delivered (said once per run)",
+                held.source,
+                ", ".join(held.left_out[:5]) + (f" and {len(held.left_out) - 5} more" if len(held.left_out) > 5 else ""),
+                self.handle.tracking_dir,
+            )
         held.key = kinds.NAMES[held.key]  # a name is data every tracker keeps: no secret in it
         self._intake.artifact(held)
 

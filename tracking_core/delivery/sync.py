@@ -26,6 +26,7 @@ from typing import Any, TextIO
 
 from ..context import RunContext
 from ..handle import HANDLE_FILE, RunHandle
+from ..names import path_part
 from ..plugins import PluginManager, get_plugin_manager
 from ..registry import BackendSpec
 from .follower import Follower, FollowerBusy, JournalGone, take_over
@@ -303,7 +304,7 @@ def await_peers(tracking_dir: str, run_id: str, own: Path | None, deadline: floa
     where: the run's summary must not say it drained while they lack anything (they stay for
     ``tracking-core sync``). Live writers still delivering at the deadline are only warned about:
     their own finish reports what they deliver."""
-    folder = Path(tracking_dir) / JOURNAL_DIR / run_id
+    folder = Path(tracking_dir) / JOURNAL_DIR / path_part(run_id, "run id")
     if not folder.is_dir():
         return {}
     missing: dict[str, str] = {}
