@@ -23,14 +23,16 @@ import pytest
 from tests.faults.conftest import Faults, explain_sync, journal_files, missing_and_extra, once, sync
 from tests.faults.mlflow_runs import steps_of, the_run
 from tests.helpers.mlflow_server import MlflowServer
-from tracking_core.delivery.journal import META, SegmentReader, JournalWriter, segments
+from tracking_core.delivery.journal import META, JournalWriter, SegmentReader, segments
 
 STEPS = 1500
 
 
 # -- the journal itself, step by step ------------------------------------------------------------
 def _lines(first: int, count: int) -> bytes:
-    return b"".join(b'{"n":%d,"t":"row","m":{"x":%d}}\n' % (n, n) for n in range(first, first + count))
+    return b"".join(
+        b'{"n":%d,"t":"row","m":{"x":%d}}\n' % (n, n) for n in range(first, first + count)
+    )
 
 
 def _numbers(reader: SegmentReader) -> list[int]:
@@ -63,8 +65,9 @@ def test_records_written_around_the_deletion_are_all_read_once(tmp_path: Path) -
     writer.append(_lines(200, 50))
     seen += _numbers(reader)
     assert _unique_in_order(seen) == list(range(250)), missing(seen, 250)
-    assert (folder / META).exists() and json.loads((folder / META).read_text())["label"] == "primary-p1"
-    assert [index for index, _ in segments(folder)] == [1], "numbering goes on after the lost segment"
+    meta = json.loads((folder / META).read_text())
+    assert meta["label"] == "primary-p1"
+    assert [index for index, _ in segments(folder)] == [1], "numbering goes on after the lost one"
     assert writer.recreated == 1
     # A reader starting now (tracking-core sync) finds every record journaled since the
     # deletion's segment began: none was journaled only into the deleted folder.
@@ -78,7 +81,7 @@ def test_a_reader_one_segment_behind_loses_nothing(tmp_path: Path) -> None:
     reader = SegmentReader(folder)
     writer.append(_lines(0, 60))  # about 2 KB: segment 0
     first = reader.read(10)  # the reader holds segment 0, ten records in
-    writer.append(_lines(60, 120))  # fills segment 0 and goes on in segment 1, never opened by the reader
+    writer.append(_lines(60, 120))  # fills segment 0, goes on in 1: never opened by the reader
     assert writer.index >= 1
     shutil.rmtree(tmp_path / "td")
     writer.append(_lines(180, 20))
@@ -159,7 +162,9 @@ def _jsonl_steps(td: Path, run_id: str) -> tuple[list[int], list[str]]:
 
 
 @pytest.mark.slow
-def test_the_tracking_dir_deleted_mid_run(mlflow_server: MlflowServer, faults: Faults, tmp_path: Path, jobs) -> None:
+def test_the_tracking_dir_deleted_mid_run(
+    mlflow_server: MlflowServer, faults: Faults, tmp_path: Path, jobs
+) -> None:
     td = tmp_path / "td"
     job = jobs(JOB, faults.env(), args=[mlflow_server.uri, td, "finish"])
     job.readline_until("HALF")
@@ -169,7 +174,9 @@ def test_the_tracking_dir_deleted_mid_run(mlflow_server: MlflowServer, faults: F
     summary = result["summary"]
     run_id = result["run_id"]
     mlrun = the_run(mlflow_server.uri, run_id)
-    assert steps_of(mlflow_server.uri, mlrun.info.run_id, "loss") == list(range(STEPS)), summary["describe"]
+    assert steps_of(mlflow_server.uri, mlrun.info.run_id, "loss") == list(range(STEPS)), summary[
+        "describe"
+    ]
     assert mlrun.info.status == "FINISHED"
     assert mlrun.data.params.get("lr") == "0.1"
     # Not a record lost or repeated on the way (steady counts every call it got).
@@ -241,7 +248,9 @@ def test_deleted_then_killed_at_once_the_delivery_process_finishes(
     """The writer never learns of the deletion: the delivery process makes the journal again
     from what it still holds, journals the end and delivers it."""
     td = tmp_path / "td"
-    job = jobs(ORPHAN_JOB, faults.env(TRACKING_CORE_EXIT_TIMEOUT="30"), args=[mlflow_server.uri, td])
+    job = jobs(
+        ORPHAN_JOB, faults.env(TRACKING_CORE_EXIT_TIMEOUT="30"), args=[mlflow_server.uri, td]
+    )
     run_id = json.loads(job.readline_until("RESULT "))["run_id"]
     job.readline_until("LOGGED")
     shutil.rmtree(td)

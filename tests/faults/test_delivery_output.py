@@ -73,10 +73,14 @@ def test_a_pipe_from_training_closes_when_training_ends(faults: Faults, tmp_path
         took = time.monotonic() - exited
         text = "".join(lines)
         delivery = int(text.split("DELIVERY ")[1].split()[0])
-        assert closed and took < 2.0, f"the pipe stayed open {took:.1f} s after training ended:\n{text[-3000:]}"
+        assert closed and took < 2.0, (
+            f"the pipe stayed open {took:.1f} s after training ended:\n{text[-3000:]}"
+        )
         assert proc.returncode == 0, text[-3000:]
         # The delivery process's warning (the refused key) reached the training process's log.
-        assert any("refused" in line and "faulty" in line for line in lines if line.startswith("WARNING")), text[-3000:]
+        assert any(
+            "refused" in line and "faulty" in line for line in lines if line.startswith("WARNING")
+        ), text[-3000:]
         result = json.loads(text.split("RESULT ")[1].splitlines()[0])
         log = td / "runs" / result["run_id"] / f"delivery-{result['label']}.log"
         assert log.exists(), sorted(p.name for p in (td / "runs" / result["run_id"]).iterdir())
