@@ -21,7 +21,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import EllipsisType
 from typing import Any
@@ -31,7 +31,7 @@ from . import options as opts
 from .collectors import merge_collected
 from .context import RunContext
 from .delivery import kinds, snapshot
-from .delivery.intake import Intake
+from .delivery.intake import Intake, spill_folder
 from .delivery.journal import JOURNAL_DIR, JournalUnavailable, JournalWriter
 from .delivery.modes import Delivery, delivery_mode, start_delivery
 from .delivery.plan import BackendPlan, Plan, context_to_dict, plain
@@ -130,17 +130,21 @@ class Run:
         self.finished: FinishSummary | None = None
         self._names = [s.name for s in specs]
         self._pid = os.getpid()
-        self._state: str | None = None  # "finished" or "forked": every call is then a no-op
+        self._state: str | None = None  # "finishing", "finished" or "forked": every call is then a no-op
         self._warned: set[str] = set()
         self._lock = threading.Lock()
         self._handle_lock = threading.RLock()  # save_handle takes it too
         self._local_unusable = False  # said once: later local writes fail quietly
         self._saved_configs: dict[Path, str] = {}
-        writer = self._open_journal(specs, options, journal) if specs else None
+        self._spill: Path | None = None  # the spill journal's folder (see the intake)
+        writer, spill = self._open_journal(specs, options) if specs and journal else (None, None)
         self.journal = writer.folder if writer is not None else None
         self._writer = writer
-        self._intake = Intake(writer, prefix, flush_interval, str(self.journal or self._journal_root()))
+        self._intake = Intake(
+            writer, prefix, flush_interval, str(self.journal or self._journal_root()), run_id=handle.run_id, spill=spill
+        )
         self._append = self._intake.items.append
+        self._queued = self._intake.items  # past its bound, a logging call journals (relieve)
         plan = self._plan(specs, rank, options, tags, resume, actions, flush_interval)
         self._delivery: Delivery | None = None
         if specs:
@@ -206,10 +210,15 @@ class Run:
     def _journal_root(self) -> Path:
         return Path(self.handle.tracking_dir) / JOURNAL_DIR / path_part(self.handle.run_id, "run id")
 
-    def _open_journal(self, specs: Sequence[BackendSpec], options: Mapping[str, Any], wanted: bool) -> JournalWriter | None:
-        if not wanted:
-            return None
+    def _open_journal(
+        self, specs: Sequence[BackendSpec], options: Mapping[str, Any]
+    ) -> tuple[JournalWriter | None, Callable[[], JournalWriter] | None]:
+        """The writer's journal in the tracking directory, and how to open its spill journal
+        should the journal fail later. Where the tracking directory cannot be written, the
+        journal goes to the spill location itself (see :mod:`tracking_core.delivery.intake`),
+        and where that fails too, there is none: records go from memory."""
         folder = self._journal_root() / self.label
+        spill = spill_folder(folder.parent.name, self.label)
         meta = {
             "created": time.time(),
             "handle": dataclasses.asdict(self.handle),
@@ -222,20 +231,32 @@ class Run:
             "backends": [s.name for s in specs],
             "options": replay_options(options, [s.name for s in specs]),
         }
+        size = settings.segment_bytes()
+        writer: JournalWriter | None
         try:
-            return JournalWriter(folder, meta, settings.segment_bytes(), on_recreated=self._save_again)
+            writer = JournalWriter(folder, {**meta, "spill": str(spill)}, size, on_recreated=self._save_again)
         except JournalUnavailable as exc:
-            self._local_unusable = True
-            log.warning(
-                "tracking-core cannot write in its tracking directory %s (%s): no journal, run "
-                "handle or config files there; records go to the trackers from memory only, and "
-                "a crash or a tracker that stays down loses them; point $%s or --tracking-dir "
-                "at a writable directory",
-                self.handle.tracking_dir,
-                exc.strerror or exc,
-                settings.DIR,
-            )
-            return None
+            failure = exc
+        else:
+            self._spill = spill
+            return writer, lambda: JournalWriter(spill, {**meta, "spill_of": str(folder)}, size)
+        self._local_unusable = True
+        try:
+            writer = JournalWriter(spill, meta, size)
+        except JournalUnavailable:
+            writer = None
+            instead = "records go to the trackers from memory only, and a crash or a tracker that stays down loses them"
+        else:
+            instead = f"its journal is kept in {spill} instead (after a crash: `tracking-core sync {spill.parents[2]}`)"
+        log.warning(
+            "tracking-core cannot write in its tracking directory %s (%s): no run handle or "
+            "config files there, and %s; point $%s or --tracking-dir at a writable directory",
+            self.handle.tracking_dir,
+            failure.strerror or failure,
+            instead,
+            settings.DIR,
+        )
+        return writer, None
 
     def _opened(self, name: str, result: Any) -> None:
         """A backend opened the run (its delivery said so): the handle records where."""
@@ -350,6 +371,14 @@ class Run:
                 type(exc).__name__,
                 exc,
             )
+        if len(self._queued) > self._intake.bound:  # logging outpaces the pump: journal here
+            self._intake.relieve()
+
+    def _queue(self, item: tuple[Any, ...]) -> None:
+        """Queue an item for the pump; past the intake's bound, journal on this thread."""
+        self._append(item)
+        if len(self._queued) > self._intake.bound:
+            self._intake.relieve()
 
     # -- the rich kinds ------------------------------------------------------------------------
     def log_table(self, key: str, rows: Any, *, step: int | None = None, step_key: str | None = None) -> None:
@@ -366,7 +395,7 @@ class Run:
         except Exception as exc:  # noqa: BLE001 - bad input is reported, never raised
             self._warn_once("table", "log_table(%r) needs a sequence of mappings or a DataFrame (%s: %s); nothing logged", key, type(exc).__name__, exc)
             return
-        self._append(("table", time.time(), key, held, step, step_key))
+        self._queue(("table", time.time(), key, held, step, step_key))
 
     def log_histogram(
         self, key: str, values: Any, *, step: int | None = None, step_key: str | None = None, bins: int = kinds.DEFAULT_BINS
@@ -382,14 +411,14 @@ class Run:
         except Exception as exc:  # noqa: BLE001
             self._warn_once("histogram", "log_histogram(%r) needs a sequence, array or tensor of numbers (%s: %s); nothing logged", key, type(exc).__name__, exc)
             return
-        self._append(("hist", time.time(), key, held, step, step_key, bins))
+        self._queue(("hist", time.time(), key, held, step, step_key, bins))
 
     def log_text(self, key: str, text: str, *, step: int | None = None, step_key: str | None = None) -> None:
         """Queue a text at ``step`` (secret-shaped strings redacted in the background)."""
         if self._state is not None:
             self._usable("log_text")
             return
-        self._append(("text", time.time(), key, text, step, step_key))
+        self._queue(("text", time.time(), key, text, step, step_key))
 
     def log_artifact(self, path: str | os.PathLike[str], *, name: str | None = None, kind: str = "artifact") -> None:
         """Queue a file or a directory (a checkpoint, a samples dump, a plot) as it is now.
@@ -407,6 +436,7 @@ class Run:
         except Exception as exc:  # noqa: BLE001
             log.warning("log_artifact: cannot read %s (%s: %s); nothing logged", path, type(exc).__name__, exc)
             return
+        held.key = kinds.NAMES[held.key]  # a name is data every tracker keeps: no secret in it
         if held.left_out:
             self._warn_once(
                 "artifact-journal",
@@ -417,7 +447,6 @@ class Run:
                 ", ".join(held.left_out[:5]) + (f" and {len(held.left_out) - 5} more" if len(held.left_out) > 5 else ""),
                 self.handle.tracking_dir,
             )
-        held.key = kinds.NAMES[held.key]  # a name is data every tracker keeps: no secret in it
         self._intake.artifact(held)
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -454,6 +483,9 @@ class Run:
             except ValueError:
                 final = RunStatus.FINISHED
                 self._warn_once("status", "finish(status=%r) is not a run status; using FINISHED", status)
+            # From here on a call from another thread is one "after finish" (see _usable): the
+            # run's end is journaled after what was logged before, and nothing after it.
+            self._state = "finishing"
             try:
                 summary = self._finish(timeout, final)
             except Exception as exc:  # noqa: BLE001 - never raise into the caller
@@ -512,9 +544,7 @@ class Run:
         report: dict[str, Any] = {}
         if self._delivery is not None:
             report = self._delivery.finish(end_n, max(0.0, deadline - time.monotonic()))
-        self._intake.stop()
-        if self._writer is not None:
-            self._writer.close()
+        self._intake.close()
         summary = FinishSummary.from_report(status, self._intake, report, self._names)
         summary.add_peers(peers)
         if self._writer is not None:
@@ -550,8 +580,7 @@ class Run:
         inherited journal and lock descriptors are let go of, so that the parent's locks end
         with the parent."""
         self._state = "forked"
-        if self._writer is not None:
-            self._writer.close()  # the child's copies only: the parent's lock stays the parent's
+        self._intake.forked()  # the child's copies only: the parent's lock stays the parent's
         if self._delivery is not None:
             self._delivery.forget()
 

@@ -18,6 +18,7 @@ RUN = "TRACKING_CORE_RUN"
 DELIVERY = "TRACKING_CORE_DELIVERY"
 EXIT_TIMEOUT = "TRACKING_CORE_EXIT_TIMEOUT"
 SEGMENT_BYTES = "TRACKING_CORE_SEGMENT_BYTES"
+QUEUE_RECORDS = "TRACKING_CORE_QUEUE_RECORDS"
 WRITER = "TRACKING_CORE_WRITER"
 DISABLE_PLUGINS = "TRACKING_CORE_DISABLE_PLUGINS"
 TRACE_PLUGINS = "TRACKING_CORE_TRACE_PLUGINS"
@@ -38,6 +39,7 @@ ALL = {
     DELIVERY: "process (default) or thread: where the trackers' client code runs",
     EXIT_TIMEOUT: "seconds an exiting or orphaned writer spends delivering (default 30)",
     SEGMENT_BYTES: "journal segment size in bytes (default 8 MiB)",
+    QUEUE_RECORDS: "log calls that may wait in memory for the journal before a call journals them itself (default 10000)",
     WRITER: "1/0: force this process to be (or not be) its role's writer",
     DISABLE_PLUGINS: "plugins not to load, comma-separated entry-point names",
     TRACE_PLUGINS: "1: trace every hook call to the tracking_core.trace logger",
@@ -52,6 +54,7 @@ ALL = {
 
 DEFAULT_EXIT_TIMEOUT = 30.0
 DEFAULT_SEGMENT_BYTES = 8 << 20
+DEFAULT_QUEUE_RECORDS = 10_000
 
 
 def get(name: str) -> str | None:
@@ -78,6 +81,10 @@ def exit_timeout() -> float:
 
 def segment_bytes() -> int:
     return int(_number(SEGMENT_BYTES, DEFAULT_SEGMENT_BYTES, 4096))
+
+
+def queue_records() -> int:
+    return int(_number(QUEUE_RECORDS, DEFAULT_QUEUE_RECORDS, 64))
 
 
 def names(name: str) -> set[str]:

@@ -19,13 +19,32 @@ class _Counts(Protocol):
     @property
     def skipped(self) -> Mapping[str, int]: ...
 
+    @property
+    def spilled(self) -> int: ...
+
+    @property
+    def spill_folder(self) -> str | None: ...
+
+    @property
+    def late(self) -> int: ...
+
+    @property
+    def relieved(self) -> int: ...
+
 
 @dataclass
 class FinishSummary:
     """``backends[name]`` holds ``delivered``, ``undelivered`` and ``rejected`` value counts,
     ``failures`` (kind -> count), ``missing_configs`` (namespaces still owed) and ``closed``.
-    ``journal`` is the journal folder kept for ``tracking-core sync`` (None when complete);
-    ``not_journaled`` counts records that reached delivery only in memory (a full disk)."""
+    ``journal`` is the journal folder kept for ``tracking-core sync`` (None when complete).
+    Every counter the core keeps is here, and :meth:`describe` names each that is not zero:
+    ``not_journaled`` values reached delivery only in memory (neither journal could take them),
+    ``spilled`` values were journaled in the spill journal ``spill`` (the journal could not take
+    them), ``late`` values were logged after the run's end (ignored), ``relieved`` times a
+    logging call journaled for the pump (backpressure: logging outpaced it), ``lost`` records
+    were found in no journal and skipped by delivery, ``bad_lines`` journal lines were not
+    records, ``dropped`` messages to the delivery process were dropped (it was stuck), and it
+    was started again ``restarts`` times."""
 
     status: RunStatus
     drained: bool
@@ -33,7 +52,14 @@ class FinishSummary:
     journal: str | None = None
     skipped: dict[str, int] = field(default_factory=dict)
     not_journaled: int = 0
+    spilled: int = 0
+    spill: str | None = None
+    late: int = 0
+    relieved: int = 0
+    lost: int = 0
     bad_lines: int = 0
+    dropped: int = 0
+    restarts: int = 0
     #: times the journal folder was found deleted during the run (a cleaner) and made again
     journal_recreated: int = 0
     backends: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -53,7 +79,14 @@ class FinishSummary:
             journal=report.get("journal") if outstanding else None,
             skipped=dict(counts.skipped),
             not_journaled=counts.not_journaled,
+            spilled=counts.spilled,
+            spill=counts.spill_folder,
+            late=counts.late,
+            relieved=counts.relieved,
+            lost=int(report.get("lost") or 0),
             bad_lines=int(report.get("bad_lines") or 0),
+            dropped=int(report.get("dropped") or 0),
+            restarts=int(report.get("restarts") or 0),
             outstanding=outstanding,
         )
         for name in names:
@@ -103,11 +136,23 @@ class FinishSummary:
             parts.append(text)
         text = f"run {self.status.value}; " + "; ".join(parts)
         if self.skipped:
-            text += f"; non-numeric values skipped: {sum(self.skipped.values())}"
+            text += f"; skipped (not a number, or unreadable): {sum(self.skipped.values())}"
+        if self.spilled:
+            text += f"; {self.spilled} values could not be journaled (disk) and were journaled in {self.spill}"
         if self.not_journaled:
-            text += f"; {self.not_journaled} records could not be journaled (disk) and went from memory"
+            text += f"; {self.not_journaled} values could not be journaled anywhere and went from memory"
+        if self.late:
+            text += f"; {self.late} values logged after finish() began were ignored"
+        if self.relieved:
+            text += f"; logging outpaced the journal: calls journaled for it {self.relieved}x (backpressure)"
+        if self.lost:
+            text += f"; {self.lost} records were in no journal when delivered and are missing"
         if self.bad_lines:
             text += f"; {self.bad_lines} unreadable journal line(s) skipped"
+        if self.dropped:
+            text += f"; {self.dropped} messages to the delivery process dropped (it was stuck)"
+        if self.restarts:
+            text += f"; the delivery process was started again {self.restarts}x"
         if self.journal_recreated:
             text += f"; the journal folder was deleted during the run and made again ({self.journal_recreated}x)"
         if self.journal:

@@ -244,7 +244,8 @@ def summ(summary):
     if summary is None:
         return None
     out = {}
-    for name in ("drained", "logged", "skipped", "not_journaled", "journal", "backends"):
+    for name in ("drained", "logged", "skipped", "not_journaled", "journal", "backends", "spilled",
+                 "spill", "late", "relieved", "lost", "bad_lines", "dropped", "restarts"):
         out[name] = getattr(summary, name, "<missing>")
     status = getattr(summary, "status", None)
     out["status"] = getattr(status, "value", str(status))

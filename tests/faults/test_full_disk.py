@@ -1,7 +1,7 @@
 """Defect 3 (disk): the tracking directory on a tiny tmpfs that fills during the run, and one
 that fills and then frees. Logging and ``finish`` never raise, the job exits 0, every value
-reaches the tracker once (delivery goes on from memory), the summary counts the records that
-were not journaled, and the user gets one clear warning naming the directory -- not a
+reaches the tracker once (what the journal cannot take goes to the spill journal in $TMPDIR), the
+summary counts the values spilled, and the user gets one clear warning naming the directory -- not a
 traceback every flush interval."""
 
 from __future__ import annotations
@@ -84,7 +84,10 @@ def _assert_promise(faults: Faults, td: Path, job) -> dict:
 def test_a_disk_that_fills_during_the_run(faults: Faults, tmp_path: Path, tmpfs, jobs) -> None:
     td, job = _run(faults, tmpfs, jobs, free_at=-1)
     summary = _assert_promise(faults, td, job)
-    assert summary["not_journaled"] > 0
+    # What the full journal could not take went to the spill journal, not to memory; delivered,
+    # it is removed with the journal.
+    assert summary["spilled"] > 0 and summary["not_journaled"] == 0, summary["describe"]
+    assert summary["spill"] and not Path(summary["spill"]).exists()
     named = job.warnings_mentioning(str(td))
     # Each kind of warning once: the journal is full; perhaps writable again once delivered
     # segments are deleted (on a slow machine the journal is longest when the disk fills, and its
@@ -97,7 +100,7 @@ def test_a_disk_that_fills_during_the_run(faults: Faults, tmp_path: Path, tmpfs,
 def test_a_disk_that_fills_then_frees(faults: Faults, tmp_path: Path, tmpfs, jobs) -> None:
     td, job = _run(faults, tmpfs, jobs, free_at=2000)
     summary = _assert_promise(faults, td, job)
-    assert 0 < summary["not_journaled"] < STEPS * len(KEYS)
+    assert 0 < summary["spilled"] < STEPS * len(KEYS) and summary["not_journaled"] == 0, summary["describe"]
     named = job.warnings_mentioning(str(td))
     # full (and, perhaps, writable again; the delivery's progress not saved meanwhile), each once
     assert 1 <= len(named) <= 3 and len(set(named)) == len(named), job.warnings

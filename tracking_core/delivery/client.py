@@ -62,7 +62,6 @@ SELF_INFLICTED = frozenset(
 )
 
 
-
 class ProcessDelivery:
     def __init__(self, plan: Plan, on_opened: Callable[[str, Any], None], fallback: Callable[[], Delivery]) -> None:
         self.plan = plan
@@ -349,7 +348,8 @@ class ProcessDelivery:
                 pass  # it ends by itself; nothing of ours waits for it
             else:
                 _drop_if_empty(self.log_path)
-        return report
+        # This side's own counters, for the finish summary.
+        return {**report, "dropped": self.dropped, "restarts": self.restarts}
 
     def forget(self) -> None:
         """In a forked child: this process is not the delivery process's parent; say nothing."""

@@ -41,6 +41,7 @@ from .journal import (
     copy_segment,
     first_record,
     outstanding,
+    read_meta,
     remove,
     scan,
     segment_name,
@@ -149,6 +150,7 @@ class Follower:
         on_call: Callable[[str, str | None], None] | None = None,
     ) -> None:
         self.folder = folder
+        self.spill = spill_of(folder)
         if lock_fd is None and folder is not None:
             lock_fd = self._take_lock(folder, lock_timeout)
         self._lock_fd = lock_fd
@@ -157,11 +159,12 @@ class Follower:
         self.names = [s.name for s in specs] + list(self.left_out)
         self.acks = acks if acks is not None else Acks(folder, self.names)
         self.workers: dict[str, BackendWorker] = {}
+        start = self._done_through()
         for spec in specs:
             slot = BackendSlot(spec, contexts[spec.name], manager, on_call=on_call)
             self.workers[spec.name] = BackendWorker(
                 slot,
-                Stream(folder, on_disk=on_disk),
+                Stream(folder, spill=self.spill, start=start),
                 self.acks,
                 action=actions.get(spec.name, "attach"),
                 entry=entries.get(spec.name) or {},
@@ -172,7 +175,7 @@ class Follower:
             )
         self.end_n: int | None = None
         self.finished: dict[str, Any] | None = None
-        self._first_n: dict[int, int] = {}
+        self._first_n: dict[str, int] = {}  # a segment's path -> its first record
         self._stop = threading.Event()
         self._finishing = threading.Lock()  # one finish, whoever asks (a request, the orphan path)
         self._guard = threading.Lock()  # the lock descriptor: swapped by _relock, closed at the end
@@ -234,6 +237,13 @@ class Follower:
             if not (self.folder / META).exists():
                 self._restore()
             last, end, _ = scan(self.folder)
+            if self.spill is not None and self.spill.is_dir():
+                spill_last, spill_end, _ = scan(self.spill)
+                end = end if end is not None else spill_end
+                if end is None and spill_last > last:
+                    last = spill_last
+                    append_end(self.spill, last + 1, status)  # where the writer wrote last
+                    end = last + 1
             if end is None:
                 end = last + 1
                 append_end(self.folder, end, status)
@@ -266,6 +276,8 @@ class Follower:
         if self.folder is not None:
             if not report["outstanding"] and self.owner:
                 retire(self.folder)
+                if self.spill is not None:
+                    remove(self.spill)
             self._let_go()
         return report
 
@@ -365,6 +377,7 @@ class Follower:
             "outstanding": missing,
             "end_n": self.end_n,
             "bad_lines": bad,
+            "lost": max((w.stream.lost for w in self.workers.values()), default=0),
             "journal": str(self.folder) if self.folder is not None else None,
         }
 
@@ -405,26 +418,50 @@ class Follower:
         the snapshots of artifacts every backend has."""
         if self.folder is None or not self.workers or not self.owner:
             return
+        done_through = self._done_through()
+        snapshot.remove_done(self.folder, done_through)
+        for folder in (self.folder, self.spill):
+            if folder is not None:
+                self._collect_segments(folder, done_through)
+
+    def _done_through(self) -> int:
+        """Every record up to this one is done by every backend (-1: none known)."""
         progress = [p for name, p in self.acks.progress.items() if name in self.names]
+        if not progress:
+            return -1
         done_through = min(p.n for p in progress)
         owed = [n for p in progress for n in p.owed]
         if owed:
             done_through = min(done_through, min(owed) - 1)
-        snapshot.remove_done(self.folder, done_through)
-        found = segments(self.folder)
-        for (_index, path), (next_index, next_path) in zip(found, found[1:], strict=False):
-            first = self._first_n.get(next_index)
+        return done_through
+
+    def _collect_segments(self, folder: Path, done_through: int) -> None:
+        found = segments(folder)
+        for (_index, path), (_next_index, next_path) in zip(found, found[1:], strict=False):
+            first = self._first_n.get(str(next_path))
             if first is None:
                 first = first_record(next_path)
                 if first is None:
                     return
-                self._first_n[next_index] = first
+                self._first_n[str(next_path)] = first
             if first - 1 > done_through:
                 return
             try:
                 path.unlink()
             except OSError:
                 return
+
+
+def spill_of(folder: Path | None) -> Path | None:
+    """The spill journal that the journal's ``meta.json`` names (see
+    :mod:`~tracking_core.delivery.intake`): where its writer put what the journal could not take."""
+    if folder is None:
+        return None
+    try:
+        spill = read_meta(folder).get("spill")
+    except ValueError:
+        return None
+    return Path(spill) if isinstance(spill, str) and spill else None
 
 
 def _read_text(path: Path) -> str | None:

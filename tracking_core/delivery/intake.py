@@ -1,32 +1,53 @@
-"""The training process's side of delivery: the caller appends, one pump thread journals.
+"""The training process's side of delivery: the caller appends, the pump journals.
 
-* The training thread only appends a tuple to a deque (about a microsecond: no lock, no I/O, no
-  conversion).
+* The training thread only appends a tuple to a deque and compares the deque's length with its
+  bound (no lock, no I/O, no conversion).
 * The **pump** thread wakes every flush interval (at once for a config or the end), converts the
-  values to float, numbers the records in the order it takes them — the journal's own order, so
-  an acknowledgement "done up to n" is exact whichever threads logged — and appends them to the
-  journal in one write (a SIGKILL loses at most one interval).
+  values to float, numbers the records in the order it takes them -- the journal's own order, so
+  an acknowledgement "done up to n" is exact whichever threads logged -- and journals them in
+  **chunks** (at most :data:`CHUNK_ITEMS` items or about :data:`CHUNK_SECONDS` of work, one
+  write each). A pass takes only what waited when it began, so it ends whatever other threads
+  go on logging, and the journal holds every chunk as soon as it is converted.
+* **Bounded memory.** At most :attr:`Intake.bound` items wait in the deque: the smaller of
+  ``$TRACKING_CORE_QUEUE_RECORDS`` (one item is one log call) and what the pump journals in half a
+  flush interval, measured as it goes (fewer for heavy items: tables, wide rows). A call that
+  finds the deque past its bound journals chunks itself, on its own thread, until it is back
+  within it (:meth:`Intake.relieve`): a logging loop faster than the pump is slowed to the
+  pump's pace (backpressure), nothing is dropped, and the journal stays at most about one flush
+  interval behind the training loop.
+* **The end.** The end record is journaled after everything taken before it; whatever another
+  thread logged after it (while ``finish`` ran) is ignored, counted and reported with the
+  "after finish" warning, never written after the end.
 * Tables, histograms and texts are converted here too (plain cells, bins, redaction: see
   :mod:`tracking_core.delivery.kinds`); artifacts come from the snapshot thread once their
   snapshot is taken (:mod:`tracking_core.delivery.snapshot`).
-* When the journal cannot take them (a full disk, an unusable tracking directory), the records go
-  to delivery in memory instead, with one warning, and are counted; once the disk takes records
-  again, delivery reads the journal again (see :mod:`tracking_core.delivery.stream`).
+* **Where records go when the journal cannot take them** (a full disk, a removed or unusable
+  tracking directory): to the **spill journal**, a journal of the same format in
+  ``$TMPDIR`` (:func:`spill_folder`) that the journal's ``meta.json`` names, so that a delivery
+  process, its successor after a crash and ``tracking-core sync`` all read it; back to the
+  journal as soon as it takes records again. Only when the spill journal cannot be written
+  either do records go to delivery in memory (the last resort: a delivery process that dies
+  loses them). Every record lies in exactly one of those places under its own number, and
+  delivery reads them in number order (:mod:`tracking_core.delivery.stream`). Each is counted.
 """
 
 from __future__ import annotations
 
 import logging
 import operator
+import os
+import tempfile
 import threading
 import time
 from collections import Counter, deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
+from .. import settings
 from ..records import ConfigSection
 from . import kinds, snapshot
-from .journal import JournalWriter, dumps, encode_value, section_to_dict
+from .journal import JOURNAL_DIR, JournalWriter, dumps, encode_value, section_to_dict
 from .modes import Delivery
 
 log = logging.getLogger("tracking_core.delivery")
@@ -35,6 +56,24 @@ log = logging.getLogger("tracking_core.delivery")
 #: key, held value, step, step_key[, bins]), ("artifact", entry), ("config", section),
 #: ("end", status).
 Item = tuple[Any, ...]
+
+#: A chunk: at most this many items, or about this many seconds of conversion, per write.
+CHUNK_ITEMS = 512
+CHUNK_SECONDS = 0.005
+#: The bound never falls below this many items (a run of tables is still journaled in chunks).
+MIN_BOUND = 64
+#: Of a flush interval, how much of the pump's own work may wait in the deque.
+LAG_SHARE = 0.5
+#: The pump's cost per item assumed before it has measured its own (seconds).
+FIRST_COST = 20e-6
+#: After the journal refused a write, records go elsewhere for this long before it is tried again.
+RETRY_JOURNAL = 1.0
+
+
+def spill_folder(run_folder: str, label: str) -> Path:
+    """Where a writer's spill journal goes: ``$TMPDIR/tracking-core-spill-<uid>/journal/<run>/
+    <label>``, laid out like a tracking directory (``tracking-core sync`` reads it as one)."""
+    return Path(tempfile.gettempdir()) / f"tracking-core-spill-{os.getuid()}" / JOURNAL_DIR / run_folder / label
 
 
 def to_float(value: Any) -> float | None:
@@ -71,18 +110,48 @@ def _step(value: Any) -> int | None:
 
 
 class Intake:
-    def __init__(self, writer: JournalWriter | None, prefix: str, flush_interval: float, where: str) -> None:
+    """One writer's intake (see the module doc). ``spill`` opens the spill journal when the
+    journal fails (None: there is none to fall back to); ``run_id`` names the run in warnings."""
+
+    def __init__(
+        self,
+        writer: JournalWriter | None,
+        prefix: str,
+        flush_interval: float,
+        where: str,
+        *,
+        run_id: str = "",
+        spill: Callable[[], JournalWriter] | None = None,
+    ) -> None:
         self.writer = writer
         self.prefix = prefix
         self.flush_interval = flush_interval
         self.where = where
+        self.run_id = run_id
         self.items: deque[Item] = deque()
+        #: Items allowed to wait in the deque before a logging call journals them itself.
+        self.max_items = settings.queue_records()
+        self.bound = min(self.max_items, self._affordable(FIRST_COST))
         self.delivery: Delivery | None = None
         self.next_n = 0
         self.logged = 0
+        #: values handed to delivery in memory only / journaled in the spill journal / logged
+        #: after the end (ignored) / times a logging call journaled a chunk itself
         self.not_journaled = 0
+        self.spilled = 0
+        self.late = 0
+        self.relieved = 0
         self.skipped: Counter[str] = Counter()
-        self._on_disk = writer is not None
+        self.spill_folder: str | None = None
+        self._spill_open = spill
+        self._spill: JournalWriter | None = None
+        self._spill_error: OSError | None = None
+        self._place = "journal" if writer is not None else "memory"
+        self._retry_at = 0.0  # after a failed write, the journal is tried again from then
+        self._taken = 0
+        self._cost = FIRST_COST
+        self._end_n: int | None = None
+        self._closed = False
         self._warned: set[str] = set()
         self._lock = threading.Lock()
         self._wake = threading.Event()
@@ -108,9 +177,17 @@ class Intake:
         self.items.append(("artifact", entry))
         self._wake.set()
 
+    def relieve(self) -> None:
+        """A logging call found the deque past :attr:`bound`: journal on the calling thread until
+        it is back within it (waiting, at most, for the chunk the pump is writing)."""
+        with self._lock:
+            self.relieved += 1
+            while len(self.items) > self.bound and self._chunk(CHUNK_ITEMS):
+                pass
+
     def end(self, status: str, timeout: float = 0.0) -> int:
-        """Journal the end (after the artifacts being snapshotted, for up to ``timeout``);
-        returns its record number."""
+        """Journal the end (after the artifacts being snapshotted, for up to ``timeout``) after
+        everything logged before it; returns its record number."""
         complete = self.snapshots.wait(timeout)
         self.snapshots.close()
         if not complete:
@@ -119,7 +196,8 @@ class Intake:
                 "snapshot; those are not delivered (give finish() a longer timeout)"
             )
         self.items.append(("end", status))
-        return self.pump()
+        last = self.pump()
+        return self._end_n if self._end_n is not None else last
 
     # -- the pump ---------------------------------------------------------------------------
     def _loop(self) -> None:
@@ -135,17 +213,91 @@ class Intake:
         self._stop.set()
         self._wake.set()
 
-    def pump(self) -> int:
-        """Journal what was logged since the last pump; returns the last record number."""
+    def close(self) -> None:
+        """The run is over: stop the pump, ignore (and count) what is still queued, and close
+        the journals. Nothing is written after this, whoever still calls."""
+        self.stop()
         with self._lock:
-            lines: list[dict[str, Any]] = []
+            self._closed = True
             while self.items:
-                line = self._line(self.items.popleft())
-                if line is not None:
-                    lines.append(line)
-            if lines:
-                self._write(lines)
-            return self.next_n - 1
+                self._late(self.items.popleft())
+            for writer in (self.writer, self._spill):
+                if writer is not None:
+                    writer.close()
+
+    def forked(self) -> None:
+        """In a child forked from this process: let go of the inherited journal descriptors
+        (without the lock, which a thread of the parent may have held at the fork)."""
+        self._closed = True
+        for writer in (self.writer, self._spill):
+            if writer is not None:
+                writer.close()
+
+    def pump(self) -> int:
+        """Journal what waits now, chunk by chunk (not what other threads log meanwhile);
+        returns the number of the last record journaled."""
+        with self._lock:
+            target = self._taken + len(self.items)
+        while True:
+            with self._lock:
+                if self._taken >= target or not self._chunk(target - self._taken):
+                    break
+        return self.next_n - 1
+
+    def _chunk(self, most: int) -> bool:
+        """Take up to ``most`` items (at most a chunk's worth) and journal them in one write;
+        False when there was nothing to take. Called under the lock."""
+        items = self.items
+        if not items:
+            return False
+        most = min(most, CHUNK_ITEMS)
+        lines: list[dict[str, Any]] = []
+        clock = time.perf_counter
+        began = clock()
+        taken = 0
+        while items and taken < most:
+            item = items.popleft()
+            taken += 1
+            if self._end_n is not None or self._closed:
+                self._late(item)
+                continue
+            line = self._line(item)
+            if line is not None:
+                lines.append(line)
+                if item[0] == "end":
+                    self._end_n = line["n"]
+            if clock() - began > CHUNK_SECONDS:
+                break
+        self._taken += taken
+        if lines and not self._closed:
+            self._write(lines)
+        self._measured(clock() - began, taken)
+        return True
+
+    def _measured(self, seconds: float, taken: int) -> None:
+        """Keep the bound at what the pump journals in a share of a flush interval."""
+        if taken < 32:
+            return  # too few to tell the cost per item from the cost of the write
+        self._cost = 0.8 * self._cost + 0.2 * (seconds / taken)
+        self.bound = min(self.max_items, self._affordable(self._cost))
+
+    def _affordable(self, cost: float) -> int:
+        return max(MIN_BOUND, int(self.flush_interval * LAG_SHARE / max(cost, 1e-9)))
+
+    def _late(self, item: Item) -> None:
+        """An item queued after the end (or the close): ignored, counted, said once."""
+        kind = item[0]
+        if kind == "end":
+            return
+        self.late += len(item[2]) if kind == "row" and isinstance(item[2], Mapping) else 1
+        what = {"row": "log_metrics", "hist": "log_histogram"}.get(kind, f"log_{kind}")
+        self._warn_once(
+            "late",
+            "%s() after finish() of run %s: ignored (it came after the run's end; the finish "
+            "summary counts such values)",
+            what,
+            self.run_id,
+        )
 
     def _line(self, item: Item) -> dict[str, Any] | None:
         kind = item[0]
@@ -165,7 +317,8 @@ class Intake:
             if kind == "artifact":
                 self.logged += 1
         except Exception as exc:  # noqa: BLE001 - one bad item never stops the others
-            self._warn_once(f"item-{kind}", "tracking-core could not journal a %s (%s: %s); it is skipped", kind, type(exc).__name__, exc)
+            self.skipped[f"<{kind}>"] += 1
+            self._warn_once(f"item-{kind}", "tracking-core could not journal a %s (%s: %s); it is skipped and counted in the finish summary", kind, type(exc).__name__, exc)
             return None
         self.next_n += 1
         return obj
@@ -229,44 +382,89 @@ class Intake:
         self.next_n += 1
         return obj
 
+    # -- where the records go -----------------------------------------------------------------
     def _write(self, lines: list[dict[str, Any]]) -> None:
+        """The journal, else the spill journal, else delivery in memory (see the module doc)."""
         encoded = self._encoded
         data = "".join((encoded.pop(o["n"], None) or dumps(o)) + "\n" for o in lines).encode()
-        first = lines[0]["n"]
-        if self.writer is not None:
-            try:
-                self.writer.append(data)
-            except OSError as exc:
-                self._journal_failed(first, exc)
-            else:
-                if not self._on_disk:
-                    self._on_disk = True
-                    self._warned.discard("disk")
-                    log.warning("tracking-core's journal %s takes records again", self.where)
-                    if self.delivery is not None:
-                        self.delivery.feed(("disk", first))
-                if self.delivery is not None:
-                    self.delivery.wake()
+        failed: OSError | None = None
+        if self.writer is not None and time.monotonic() >= self._retry_at:
+            failed = _append(self.writer, data)
+            if failed is None:
+                self._now_in("journal")
                 return
-        self.not_journaled += sum(len(o["m"]) if o["t"] == "row" else 1 for o in lines)
+            self._retry_at = time.monotonic() + RETRY_JOURNAL
+        spill = self._spill_writer()
+        if spill is not None:
+            spill_failed = _append(spill, data)
+            if spill_failed is None:
+                self.spilled += _values(lines)
+                self._now_in("spill", failed)
+                return
+            self._spill_error = spill_failed
+        self.not_journaled += _values(lines)
+        self._now_in("memory", failed)
         if self.delivery is not None:
             self.delivery.feed(("records", lines))
 
-    def _journal_failed(self, first: int, exc: OSError) -> None:
-        if self._on_disk:
-            self._on_disk = False
-            if self.delivery is not None:
-                self.delivery.feed(("memory", first))
-        self._warn_once(
-            "disk",
-            "tracking-core cannot write its journal %s (%s): records go to the trackers from "
-            "memory until the disk takes them again (a crash meanwhile loses them); free space "
-            "there, or point $TRACKING_CORE_DIR / --tracking-dir elsewhere",
-            self.where,
-            exc,
-        )
+    def _spill_writer(self) -> JournalWriter | None:
+        if self._spill is None and self._spill_open is not None:
+            opener, self._spill_open = self._spill_open, None  # tried once
+            try:
+                self._spill = opener()
+            except OSError as exc:
+                self._spill_error = exc
+            else:
+                self.spill_folder = str(self._spill.folder)
+        return self._spill
+
+    def _now_in(self, place: str, failed: OSError | None = None) -> None:
+        """Records go to ``place`` now: each change said once (``failed``: why the journal
+        did not take them)."""
+        if place != self._place:
+            self._place = place
+            if place == "journal":
+                self._warn_once("again", "tracking-core's journal %s takes records again", self.where)
+            elif place == "spill":
+                self._warn_once(
+                    "spill",
+                    "tracking-core cannot write its journal %s (%s): records are journaled in %s "
+                    "instead until the disk takes them again (delivery and `tracking-core sync` "
+                    "read them there); free space there, or point $%s / --tracking-dir elsewhere",
+                    self.where,
+                    failed,
+                    self.spill_folder,
+                    settings.DIR,
+                )
+            elif self.writer is not None:
+                self._warn_once(
+                    "memory",
+                    "tracking-core cannot write its journal %s (%s) nor a spill journal (%s): "
+                    "records go to the trackers from memory until a journal takes them again "
+                    "(a crash of the delivery process meanwhile loses them; the finish summary "
+                    "counts them); free space there, or point $%s / --tracking-dir elsewhere",
+                    self.where,
+                    failed or "it failed before",
+                    self._spill_error or "none can be had",
+                    settings.DIR,
+                )
+        if place != "memory" and self.delivery is not None:
+            self.delivery.wake()
 
     def _warn_once(self, kind: str, msg: str, *args: Any) -> None:
         if kind not in self._warned:
             self._warned.add(kind)
             log.warning(msg, *args)
+
+
+def _append(writer: JournalWriter, data: bytes) -> OSError | None:
+    """Append ``data``; the error if the journal refused it (nothing half-written is left)."""
+    try:
+        writer.append(data)
+    except OSError as exc:
+        return exc
+    return None
+
+
+def _values(lines: list[dict[str, Any]]) -> int:
+    return sum(len(o["m"]) if o["t"] == "row" else 1 for o in lines)
