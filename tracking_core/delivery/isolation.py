@@ -53,9 +53,10 @@ class Outcome:
         if self.killed_at_deadline or (self.report is not None and self.inside):
             where = f"its {self.inside} call" if self.inside else "it"
             return f"{where} had not returned after {timeout:.0f} s (sync's --timeout)"
+        if self.report is None and self.inside:
+            return f"its client ended the process delivering it ({describe_exit(self.code)} in {self.inside})"
         if self.report is None:
-            where = f" in {self.inside}" if self.inside else ""
-            return f"its client ended the process delivering it ({describe_exit(self.code)}{where})"
+            return f"the process delivering it ended without finishing ({describe_exit(self.code)}; see the errors above)"
         return ""
 
 
