@@ -231,7 +231,7 @@ def test_sync_with_a_tracker_that_never_returns_ends_within_its_timeout_and_the_
     assert "tracking-core sync --timeout 8" in proc.stderr, explain_sync(proc)
     # What hang lacks stays; a second sync gives faulty nothing twice.
     assert journal_files(td)
-    again, _ = _sync(td, env, "--timeout", "4")
+    again, _ = _sync(td, env, "--timeout", "2")
     assert again.returncode == 1, explain_sync(again)
     assert faults.metrics(raw=True) == once(["x"], range(500))
 
