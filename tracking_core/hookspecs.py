@@ -72,8 +72,10 @@ def register_backends(register: BackendRegistrar) -> None:
     ``target`` (a callable or ``"module:attribute"``) takes a :class:`RunContext` and says where
     the backend's run goes (JSON, never a credential), without connecting or importing the
     tracker: it is computed in the training process at start, kept in the run handle, and
-    handed to :func:`open_run`. Nothing here may import a tracker library: listing plugins must
-    stay cheap.
+    handed to :func:`open_run`. ``terminal=True`` says the backend writes to the training
+    process's terminal (its stderr): a delivery process running it keeps that stderr open, where
+    otherwise its output goes to a log file of its own. Nothing here may import a tracker library:
+    listing plugins must stay cheap.
     """
 
 

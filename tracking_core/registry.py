@@ -55,6 +55,7 @@ class BackendSpec:
     max_batch: int | None = None
     batch_interval: float | None = None
     target: BackendTarget | str | None = None
+    terminal: bool = False
 
     def missing(self) -> list[str]:
         """Import names of ``requires`` that are not installed (checked without importing)."""
@@ -99,6 +100,7 @@ class BackendRegistrar:
         max_batch: int | None = None,
         batch_interval: float | None = None,
         target: BackendTarget | str | None = None,
+        terminal: bool = False,
     ) -> None:
         if not name or "," in name or name != name.strip():
             raise ValueError(
@@ -127,6 +129,7 @@ class BackendRegistrar:
             max_batch=max_batch,
             batch_interval=batch_interval,
             target=target,
+            terminal=terminal,
         )
 
 

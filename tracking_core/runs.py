@@ -200,6 +200,7 @@ class Run:
             poll=flush_interval,
             exit_timeout=self.exit_timeout,
             handle_file=str(handle.run_dir / HANDLE_FILE),
+            terminal=any(spec.terminal for spec in specs),
         )
 
     @property

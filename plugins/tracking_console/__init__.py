@@ -24,6 +24,7 @@ def register_backends(register: BackendRegistrar) -> None:
         "console",
         "tracking_console.backend:ConsoleBackend",
         target="tracking_console:target",
+        terminal=True,  # its lines are for the training process's stderr, not a log file
         description="the latest metrics of each role on stderr, every few seconds (no dependency)",
     )
 

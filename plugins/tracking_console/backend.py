@@ -10,7 +10,7 @@ run's finish that much, not more (the summary is then dropped and counted).
 
 The lines go to the process's standard error (file descriptor 2, as ``sys.stderr`` names it when
 the backend opens). With delivery in a helper process (the default), that is the training
-process's stderr, inherited.
+process's stderr, inherited: the backend is registered ``terminal=True`` for that.
 """
 
 from __future__ import annotations

@@ -86,7 +86,10 @@ class ProcessDelivery:
         # The child imports what this process imports, even from paths added at run time.
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
         self._crash_fd = _crash_report_file()
-        log_fd, self.log_path = _open_log(self.plan)
+        # Its own log, not this process's stderr: a pipe (`train.py 2>&1 | tee`) closes when
+        # training ends, however long delivery goes on (or if it is stopped). A backend that
+        # writes to the terminal (the console) keeps this process's stderr instead.
+        log_fd, self.log_path = (None, None) if self.plan.terminal else _open_log(self.plan)
         first = {
             "crash_fd": self._crash_fd,
             "plan": json.loads(self.plan.to_json()),
@@ -98,9 +101,7 @@ class ProcessDelivery:
             [sys.executable, "-m", "tracking_core.delivery.process"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            # Its own log, not this process's stderr: a pipe (`train.py 2>&1 | tee`) closes when
-            # training ends, however long delivery goes on (or if it is stopped).
-            stderr=subprocess.DEVNULL if log_fd is None else log_fd,
+            stderr=None if self.plan.terminal else subprocess.DEVNULL if log_fd is None else log_fd,
             env=env,
             start_new_session=True,
             close_fds=True,
@@ -201,7 +202,7 @@ class ProcessDelivery:
                 "tracking-core's delivery process could not start (exit code %s; its errors are "
                 "in %s); delivering on threads of this process instead",
                 code,
-                self.log_path,
+                self.log_path or "this process's stderr",
             )
             self._local = self._fallback()
             self._replay_waiting()

@@ -80,6 +80,8 @@ class Plan:
     handle_file: str | None = None
     left_out: dict[str, str] = field(default_factory=dict)
     replay: bool = False
+    #: a backend writes to the training process's terminal (``register(..., terminal=True)``)
+    terminal: bool = False
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), default=str)
