@@ -109,8 +109,7 @@ class Stream:
                     out.append(ahead.popleft())
                     n += 1
                 self.last_n = n
-        if out:
-            self._begun = True
+                self._begun = True
         return out
 
     def _holder(self, final: bool) -> _Place | None:

@@ -1,0 +1,131 @@
+"""One input path into delivery: what the journal cannot take goes to a spill journal, not over
+a pipe.
+
+Records that could not be journaled (a full disk) used to reach the delivery process only in
+memory, over its pipe: a delivery process killed during the outage took them with it, and no
+``tracking-core sync`` could bring them back. Now they go to a spill journal in ``$TMPDIR``, named
+in the journal's ``meta.json``, and every follower (the delivery process, its successor, sync)
+reads the journal, the spill journal and what memory holds in record order.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.faults.conftest import Faults, explain_sync, fill, once, sync
+from tracking_core.delivery import stream as stream_module
+from tracking_core.delivery.journal import JournalWriter, dumps
+from tracking_core.delivery.stream import Stream
+
+STEPS = 3000
+KEYS = [f"m{k}" for k in range(8)]
+
+JOB = """
+import signal, sys, tracking_core
+td, steps = sys.argv[1], int(sys.argv[2])
+
+
+def free_bytes():
+    st = _os.statvfs(td)
+    return st.f_bavail * st.f_frsize
+
+
+run = tracking_core.start_run(backends=["faulty"], tracking_dir=td, config={"lr": 0.1})
+killed, full_at = None, None
+for step in range(steps):
+    run.log_metrics({f"m{k}": step + k / 10 for k in range(8)}, step=step)
+    if full_at is None and step % 25 == 0 and step > 300 and free_bytes() < 24 * 1024:
+        full_at = step  # the disk is full: what is logged from now on goes elsewhere
+    if killed is None and full_at is not None and step == full_at + 400:
+        _time.sleep(1.2)  # the pump has put those steps elsewhere
+        killed = delivery_pid(run)
+        _os.kill(killed, signal.SIGKILL)  # in the middle of the outage (it is started again)
+    _time.sleep(0.001)
+summary = run.finish(timeout=20)
+report(killed=killed, summary=summ(summary))
+"""
+
+
+@pytest.mark.slow
+def test_full_disk_and_the_delivery_process_killed_during_the_outage_lose_nothing(
+    faults: Faults, tmp_path: Path, tmpfs, jobs
+) -> None:
+    td = tmpfs("1m", name="small-disk")
+    fill(td, leave=96 * 1024)
+    spill_root = tmp_path / "tmp"
+    spill_root.mkdir()
+    # A slowish tracker and one big segment: the journal outgrows the free space.
+    env = faults.env(
+        FAULT_SLOW="0.02",
+        FAULT_MAX_BATCH="400",
+        TRACKING_CORE_SEGMENT_BYTES=str(16 << 20),
+        TMPDIR=str(spill_root),
+    )
+    job = jobs(JOB, env, args=[td, STEPS]).wait(180)
+    result = job.result
+    assert result["killed"], "the disk never filled"
+    proc = sync(td, env)
+    want = once(KEYS, range(STEPS))
+    got = faults.metrics()
+    missing = want - got
+    assert not missing, f"{sum(missing.values())} values lost (e.g. {sorted(missing)[:5]})"
+    assert proc.returncode == 0, explain_sync(proc)
+    assert [c["status"] for c in faults.events("close")] == ["FINISHED"]
+    # The summary counts what went to the spill journal (nothing went from memory only) and
+    # the delivery process's restart.
+    summary = result["summary"]
+    assert summary["spilled"] > 0 and summary["not_journaled"] == 0, summary["describe"]
+    assert summary["restarts"] == 1, summary["describe"]
+    assert "journaled in" in summary["describe"] and "started again" in summary["describe"]
+    # Delivered, the spill journal goes with the journal.
+    assert [p for p in spill_root.rglob("*") if p.is_file()] == []
+
+
+def _records(writer: JournalWriter, numbers: range) -> None:
+    lines = "".join(
+        dumps({"n": n, "t": "row", "ts": 0.0, "m": {"x": float(n)}, "st": n, "sk": None}) + "\n"
+        for n in numbers
+    )
+    writer.append(lines.encode())
+
+
+def _row(n: int) -> dict:
+    return {"n": n, "t": "row", "ts": 0.0, "m": {"x": float(n)}, "st": n, "sk": None}
+
+
+def test_the_stream_reads_journal_spill_and_memory_in_record_order(
+    tmp_path: Path, monkeypatch
+) -> None:
+    journal = JournalWriter(tmp_path / "journal", {}, 1 << 20)
+    spill = JournalWriter(tmp_path / "spill", {}, 1 << 20)
+    _records(journal, range(0, 10))
+    _records(spill, range(10, 20))  # the disk was full
+    _records(journal, range(20, 30))  # and took records again
+    stream = Stream(tmp_path / "journal", spill=tmp_path / "spill")
+    stream.put(("records", [_row(n) for n in range(30, 35)]))  # no journal could take these
+    _records(journal, range(35, 40))
+    assert [o["n"] for o in stream.take(1000)] == list(range(40))
+
+    # A number found nowhere (memory lost with a delivery process) is waited for while the
+    # writer runs, then skipped and counted.
+    monkeypatch.setattr(stream_module, "GAP_GRACE", 0.3)
+    _records(spill, range(45, 50))
+    assert stream.take(1000) == []
+    time.sleep(0.35)
+    assert [o["n"] for o in stream.take(1000)] == list(range(45, 50))
+    assert stream.lost == 5
+
+    # A write that failed half-way in the journal went whole to the spill journal: no repeat.
+    _records(journal, range(50, 53))
+    _records(spill, range(50, 55))
+    assert [o["n"] for o in stream.take(1000)] == list(range(50, 55))
+
+    # A follower started later (a new delivery process, sync) finds the same order from the
+    # files alone, from where its acknowledgements say; the writer gone, a gap is not waited for.
+    again = Stream(tmp_path / "journal", spill=tmp_path / "spill", start=14)
+    taken = [o["n"] for o in again.take(1000, final=True)]
+    assert taken == list(range(15, 30)) + list(range(35, 40)) + list(range(45, 55))
+    assert again.lost == 10
