@@ -23,7 +23,16 @@ import pytest
 from tests.faults.conftest import Faults, explain_sync, journal_files, missing_and_extra, once, sync
 from tests.faults.mlflow_runs import steps_of, the_run
 from tests.helpers.mlflow_server import MlflowServer
-from tracking_core.delivery.journal import META, JournalWriter, SegmentReader, segments
+from tracking_core.delivery.journal import (
+    FOLLOWER_LOCK,
+    META,
+    WRITER_LOCK,
+    JournalWriter,
+    SegmentReader,
+    held,
+    read_acks,
+    segments,
+)
 
 STEPS = 1500
 
@@ -209,10 +218,16 @@ def test_deleted_then_killed_sync_delivers_the_rest(
     shutil.rmtree(td)
     job.readline_until("LOGGED")
     time.sleep(1.5)  # three flush intervals: step 1200 is journaled, in the folder made again
+    [folder] = [p.parent for p in (td / "journal").rglob(META)]
+    # The folder made again is a journal like any: its writer and its follower hold its locks
+    # (a sync now steps aside), and delivery saves its progress there again.
+    locks = {name: held(folder / name) for name in (WRITER_LOCK, FOLLOWER_LOCK)}
     job.kill()
     with contextlib.suppress(ProcessLookupError):
         os.kill(delivery, signal.SIGKILL)  # nothing delivers the rest but sync
     job.wait(30, check=False)
+    assert locks == {WRITER_LOCK: True, FOLLOWER_LOCK: True}
+    assert read_acks(folder)["steady"].n > 0
     done = sync(td, faults.env())
     assert done.returncode == 0, explain_sync(done)
     run_id = json.loads(next((td / "runs").glob("*/handle.json")).read_text())["run_id"]
