@@ -10,6 +10,8 @@ reads the journal, the spill journal and what memory holds in record order.
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from pathlib import Path
 
@@ -81,6 +83,62 @@ def test_full_disk_and_the_delivery_process_killed_during_the_outage_lose_nothin
     assert summary["restarts"] == 1, summary["describe"]
     assert "journaled in" in summary["describe"] and "started again" in summary["describe"]
     # Delivered, the spill journal goes with the journal.
+    assert [p for p in spill_root.rglob("*") if p.is_file()] == []
+
+
+LEFT_BEHIND_JOB = """
+import sys, tracking_core
+td = sys.argv[1]
+
+
+def free_bytes():
+    st = _os.statvfs(td)
+    return st.f_bavail * st.f_frsize
+
+
+run = tracking_core.start_run(backends=["faulty"], tracking_dir=td, config={"lr": 0.1})
+step, full_at = 0, None
+while full_at is None or step < full_at + 400:
+    run.log_metrics({f"m{k}": step + k / 10 for k in range(8)}, step=step)
+    if full_at is None and step % 25 == 0 and step > 300 and free_bytes() < 24 * 1024:
+        full_at = step
+    step += 1
+    _time.sleep(0.001)
+_time.sleep(1.2)  # the pump has put every step somewhere
+print(f"PIDS {delivery_pid(run)} {step}", flush=True)
+_time.sleep(3600)
+"""
+
+
+@pytest.mark.slow
+def test_sync_delivers_a_spill_journal_left_behind(
+    faults: Faults, tmp_path: Path, tmpfs, jobs
+) -> None:
+    td = tmpfs("1m", name="small-disk")
+    fill(td, leave=96 * 1024)
+    spill_root = tmp_path / "tmp"
+    spill_root.mkdir()
+    # A tracker slow enough that much is still to deliver when both processes die.
+    env = faults.env(
+        FAULT_SLOW="0.3",
+        FAULT_MAX_BATCH="400",
+        TRACKING_CORE_SEGMENT_BYTES=str(16 << 20),
+        TMPDIR=str(spill_root),
+    )
+    job = jobs(LEFT_BEHIND_JOB, env, args=[td])
+    delivery, steps = map(int, job.readline_until("PIDS ").split())
+    # Both processes die in the middle of the outage: the journal and the spill journal stay.
+    os.kill(job.proc.pid, signal.SIGKILL)
+    os.kill(delivery, signal.SIGKILL)
+    job.wait(30, check=False)
+    spilled = [p for p in spill_root.rglob("seg-*.jsonl")]
+    proc = sync(td, env)
+    got = faults.metrics()
+    missing = once(KEYS, range(steps)) - got
+    assert not missing, f"{sum(missing.values())} values lost (e.g. {sorted(missing)[:5]})"
+    assert spilled, "nothing was spilled"
+    assert proc.returncode == 0, explain_sync(proc)
+    assert [c["status"] for c in faults.events("close")] == ["KILLED"]
     assert [p for p in spill_root.rglob("*") if p.is_file()] == []
 
 

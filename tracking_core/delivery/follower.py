@@ -105,7 +105,8 @@ def _is_file(fd: int, path: Path) -> bool:
 
 def retire(folder: Path) -> None:
     """Remove a complete journal, ``meta.json`` first: from then on it is no journal to anyone
-    waiting for its lock (see :func:`take_over`)."""
+    waiting for its lock (see :func:`take_over`); and its spill journal, if it has one."""
+    spill = spill_of(folder)
     try:
         (folder / META).unlink()
     except FileNotFoundError:
@@ -113,6 +114,25 @@ def retire(folder: Path) -> None:
     except OSError:
         return  # it stays whole, and a later sync finds it complete
     remove(folder)
+    if spill is not None:
+        remove(spill)
+
+
+def end_of(folder: Path, status: str) -> int:
+    """The number of the end record of a journal whose writer is gone: the one it journaled
+    (in the journal or its spill journal), else one journaled now with ``status`` after the
+    last record, where the writer wrote last."""
+    last, end, _ = scan(folder)
+    spill = spill_of(folder)
+    if end is None and spill is not None and spill.is_dir():
+        spill_last, end, _ = scan(spill)
+        if end is None and spill_last > last:
+            append_end(spill, spill_last + 1, status)
+            return spill_last + 1
+    if end is None:
+        end = last + 1
+        append_end(folder, end, status)
+    return end
 
 
 class Follower:
@@ -236,17 +256,7 @@ class Follower:
                 return self.end_n  # finished meanwhile (and maybe removed): nothing to read
             if not (self.folder / META).exists():
                 self._restore()
-            last, end, _ = scan(self.folder)
-            if self.spill is not None and self.spill.is_dir():
-                spill_last, spill_end, _ = scan(self.spill)
-                end = end if end is not None else spill_end
-                if end is None and spill_last > last:
-                    last = spill_last
-                    append_end(self.spill, last + 1, status)  # where the writer wrote last
-                    end = last + 1
-            if end is None:
-                end = last + 1
-                append_end(self.folder, end, status)
+            end = end_of(self.folder, status)
         for worker in self.workers.values():
             worker.final = True
             worker.wake()
@@ -276,8 +286,6 @@ class Follower:
         if self.folder is not None:
             if not report["outstanding"] and self.owner:
                 retire(self.folder)
-                if self.spill is not None:
-                    remove(self.spill)
             self._let_go()
         return report
 

@@ -180,10 +180,12 @@ class Intake:
     def relieve(self) -> None:
         """A logging call found the deque past :attr:`bound`: journal on the calling thread until
         it is back within it (waiting, at most, for the chunk the pump is writing)."""
-        with self._lock:
-            self.relieved += 1
-            while len(self.items) > self.bound and self._chunk(CHUNK_ITEMS):
-                pass
+        try:
+            with self._lock:
+                while len(self.items) > self.bound and self._chunk(CHUNK_ITEMS):
+                    self.relieved += 1
+        except Exception:  # noqa: BLE001 - never raise into the training loop
+            log.exception("tracking-core's intake hit an internal error")
 
     def end(self, status: str, timeout: float = 0.0) -> int:
         """Journal the end (after the artifacts being snapshotted, for up to ``timeout``) after

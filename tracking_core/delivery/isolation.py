@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from .client import describe_exit
-from .follower import retire
-from .journal import Acks, append_end, outstanding, scan
+from .follower import end_of, retire
+from .journal import Acks, outstanding
 from .plan import BackendPlan, Plan
 
 log = logging.getLogger("tracking_core.sync")
@@ -73,10 +73,7 @@ def replay_apart(
     ``plans``, each in its own process, by ``deadline``; ``names`` are all the journal's
     backends. Returns what is still outstanding (the journal was removed when nothing is), each
     backend's :class:`Outcome`, and the journal's progress per backend."""
-    last, end, _ = scan(folder)
-    if end is None:  # the writer died before journaling its end: done once, here
-        end = last + 1
-        append_end(folder, end, "KILLED")
+    end = end_of(folder, "KILLED")  # the writer died before journaling its end: done once, here
     acks = Acks(folder, names)
     timeout = max(0.0, deadline - time.monotonic() - MARGIN)
     events: queue.Queue[tuple[str, dict[str, Any] | None]] = queue.Queue()
