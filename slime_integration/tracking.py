@@ -84,6 +84,7 @@ import tracking_core
 from tracking_core import NullRun, Run
 from tracking_core import options as core_options
 from tracking_core.handle import ARGS_ATTR, HANDLE_FILE, RUN_ENV, find_handle
+from tracking_core.names import path_part, path_under
 
 from . import collectors as _collectors
 from . import options as _options
@@ -169,14 +170,16 @@ def _tensorboard_options(args: Any) -> dict[str, Any]:
     experiment = getattr(args, "tb_experiment_name", None) or datetime.datetime.now().strftime(
         "%Y%m%d_%H%M%S"
     )
-    return {"tensorboard_dir": str(Path("tensorboard_log", str(project), str(experiment)).absolute())}
+    # The names stay inside tensorboard_log/ whatever they hold (tracking_core.names).
+    where = Path("tensorboard_log", path_under(project, "project name"), path_under(experiment, "experiment name"))
+    return {"tensorboard_dir": str(where.absolute())}
 
 
 def _saved_handle_for(run_id: str, tracking_dir: str) -> Path | None:
     """The saved handle of the run ``--wandb-run-id`` names: a run with that id, else a run whose
     W&B entry has that id (a run started with ``--wandb-run-id`` keeps its own run id)."""
     runs = Path(tracking_dir) / "runs"
-    direct = runs / run_id / HANDLE_FILE
+    direct = runs / path_part(run_id, "run id") / HANDLE_FILE
     if direct.is_file():
         return direct
     if not runs.is_dir():

@@ -111,7 +111,11 @@ def _verl_options(project: str | None, experiment: str | None) -> dict[str, Any]
     unless ``$TENSORBOARD_DIR`` is set."""
     if os.environ.get("TENSORBOARD_DIR") or not project or not experiment:
         return {}
-    return {"tensorboard_dir": str(Path("tensorboard_log", str(project), str(experiment)).absolute())}
+    from tracking_core.names import path_under
+
+    # The names stay inside tensorboard_log/ whatever they hold (tracking_core.names).
+    where = Path("tensorboard_log", path_under(project, "project name"), path_under(experiment, "experiment name"))
+    return {"tensorboard_dir": str(where.absolute())}
 
 
 class VerlRun:
