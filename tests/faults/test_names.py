@@ -273,3 +273,65 @@ def test_mlflow_renames_never_collide_and_dotted_names_arrive(tmp_path: Path, jo
         assert f"artifacts/{artifact_dir(name)}/art.txt" in stored, (name, sorted(stored))
         assert f"tables/{artifact_dir(name)}/step-000000.json" in stored, name
         assert f"texts/{artifact_dir(name)}/step-000000.txt" in stored, name
+
+
+# -- SwanLab (offline) and trackio ----------------------------------------------------------------
+SWAN_JOB = """
+import json, sys, tracking_core
+
+td, names, odd = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
+run = tracking_core.start_run(
+    config={"lr": 0.1}, backends=["swanlab", "trackio"], tracking_dir=td,
+    run_id=odd["run_id"], name=odd["run_name"], options={"swanlab_mode": "offline"},
+)
+role = tracking_core.attach(role=odd["role"], writer=True, collect=False, config={"k": 1})
+for i, name in enumerate(names):
+    role.log_metrics({name: float(i)}, step=i)
+    role.log_table(name, [{"n": i}], step=i)
+    role.log_text(name, f"text {i}", step=i)
+    role.log_artifact("art.txt", name=name)
+summaries = [w.finish(timeout=120) for w in (role, run)]
+report(run_id=run.run_id, summaries=[summ(s) for s in summaries],
+       swanlab=run.handle.backends["swanlab"], trackio=run.handle.backends["trackio"])
+"""
+
+
+@pytest.mark.slow
+def test_hostile_names_stay_in_swanlab_and_trackio_directories(tmp_path: Path, jobs) -> None:
+    pytest.importorskip("swanlab")
+    pytest.importorskip("trackio")
+    from tests.backends.test_swanlab import S_VARS, read_run_dir
+    from tests.backends.test_trackio import read_store
+
+    work, td = layout(tmp_path)
+    names = hostile_names(tmp_path)
+    own = {"SWANLAB_ROOT": str(tmp_path / "swanlab-own"), "PYTHONUNBUFFERED": "1"}
+    env = python_env(own, drop=(*DROP, *S_VARS, "TRACKIO_*"))
+    before = tree(tmp_path, td)
+    job = jobs(SWAN_JOB, env, args=[td, json.dumps(names), json.dumps(ODD)], cwd=work).wait(300)
+    made = {p for p in tree(tmp_path, td) - before if not p.startswith(("job", "swanlab-own"))}
+    assert made == set(), f"written outside {td}: {sorted(made)}"
+    res = job.result
+    for summary in res["summaries"]:
+        _clean_summary(summary)
+
+    from tracking_core.names import path_part, path_under
+
+    # SwanLab: the role's run folder (named with its label) in the log dir; artifacts under
+    # their names as file names; every value there (SwanLab shapes keys by its own rules).
+    log_dir = Path(res["swanlab"]["log_dir"])
+    assert td.absolute() in log_dir.parents
+    (folder,) = [p for p in log_dir.iterdir() if f"-{path_part(ROLE)}-r" in p.name]
+    swan = read_run_dir(folder)
+    values = [s for key, points in swan.scalars.items() if not key.endswith("/step") for s, _ in points]
+    # SwanLab itself drops a scalar whose key holds a control character (not a path matter).
+    plain = [i for i, n in enumerate(names) if n.isprintable()]
+    assert sorted(values) == plain, {k: len(v) for k, v in swan.scalars.items()}
+    for name in {n or "art.txt" for n in names}:
+        copy = folder / "files" / "tracking-core" / "artifacts" / path_under(f"{ROLE}/{name}") / "art.txt"
+        assert copy.read_text() == "artifact bytes", name
+
+    # trackio: its store in the tracking directory holds every metric under its name as given.
+    store = read_store(Path(res["trackio"]["dir"]), res["trackio"]["project"])
+    logged = {k for rows in store["logs"].values() for row in rows for k in row}
+    assert {f"{ROLE}/{n}" for n in names} <= logged, sorted(logged)
