@@ -30,6 +30,7 @@ warning per process, saying what it became.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import re
@@ -103,10 +104,9 @@ def path_part(name: object, what: str = "name") -> str:
     """``name`` as one file or folder name (the module's rule); ``what`` says what the name is
     (``role``, ``config namespace``) in the one warning a mapped name gets."""
     text = name if isinstance(name, str) else str(name)
-    if _plain(text):
-        return text
-    mapped = _mapped(text)
-    _say(text, mapped, what)
+    mapped = _part(text)
+    if mapped != text:
+        _say(text, mapped, what)
     return mapped
 
 
@@ -115,12 +115,23 @@ def path_under(name: object, what: str = "name") -> str:
     rule, so that the path stays under the folder it is joined to; a name over
     :data:`MAX_PATH_BYTES` bytes becomes a single part."""
     text = name if isinstance(name, str) else str(name)
-    if len(text.encode("utf-8", "surrogatepass")) > MAX_PATH_BYTES:
-        mapped = _mapped(text)
-    else:
-        parts = text.split("/")
-        if all(_plain(p) for p in parts):
-            return text
-        mapped = "/".join(p if _plain(p) else _mapped(p) for p in parts)
-    _say(text, mapped, what)
+    mapped = _under(text)
+    if mapped != text:
+        _say(text, mapped, what)
     return mapped
+
+
+# Cached: a backend asks for the same role's folder with every record it writes.
+@functools.lru_cache(maxsize=4096)
+def _part(text: str) -> str:
+    return text if _plain(text) else _mapped(text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _under(text: str) -> str:
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_PATH_BYTES:
+        return _mapped(text)
+    parts = text.split("/")
+    if all(_plain(p) for p in parts):
+        return text
+    return "/".join(p if _plain(p) else _mapped(p) for p in parts)
