@@ -144,7 +144,7 @@ class FinishSummary:
         if self.late:
             text += f"; {self.late} values logged after finish() began were ignored"
         if self.relieved:
-            text += f"; logging outpaced the journal: calls journaled for it {self.relieved}x (backpressure)"
+            text += f"; logging outpaced the pump: logging calls journaled {self.relieved} chunk(s) themselves (backpressure)"
         if self.lost:
             text += f"; {self.lost} records were in no journal when delivered and are missing"
         if self.bad_lines:
