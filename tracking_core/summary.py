@@ -31,6 +31,9 @@ class _Counts(Protocol):
     @property
     def relieved(self) -> int: ...
 
+    @property
+    def abandoned(self) -> int: ...
+
 
 @dataclass
 class FinishSummary:
@@ -43,8 +46,9 @@ class FinishSummary:
     them), ``late`` values were logged after the run's end (ignored), ``relieved`` times a
     logging call journaled for the pump (backpressure: logging outpaced it), ``lost`` records
     were found in no journal and skipped by delivery, ``bad_lines`` journal lines were not
-    records, ``dropped`` messages to the delivery process were dropped (it was stuck), and it
-    was started again ``restarts`` times."""
+    records, ``dropped`` messages to the delivery process were dropped (it was stuck), it was
+    started again ``restarts`` times, and ``abandoned`` artifacts were not snapshotted when the
+    run ended (not delivered)."""
 
     status: RunStatus
     drained: bool
@@ -60,6 +64,7 @@ class FinishSummary:
     bad_lines: int = 0
     dropped: int = 0
     restarts: int = 0
+    abandoned: int = 0
     #: times the journal folder was found deleted during the run (a cleaner) and made again
     journal_recreated: int = 0
     backends: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -87,6 +92,7 @@ class FinishSummary:
             bad_lines=int(report.get("bad_lines") or 0),
             dropped=int(report.get("dropped") or 0),
             restarts=int(report.get("restarts") or 0),
+            abandoned=counts.abandoned,
             outstanding=outstanding,
         )
         for name in names:
@@ -153,6 +159,8 @@ class FinishSummary:
             text += f"; {self.dropped} messages to the delivery process dropped (it was stuck)"
         if self.restarts:
             text += f"; the delivery process was started again {self.restarts}x"
+        if self.abandoned:
+            text += f"; {self.abandoned} artifact(s) ended with the run before their snapshot and were NOT delivered"
         if self.journal_recreated:
             text += f"; the journal folder was deleted during the run and made again ({self.journal_recreated}x)"
         if self.journal:

@@ -165,6 +165,11 @@ class Intake:
         self.delivery = delivery
         self._thread.start()
 
+    @property
+    def abandoned(self) -> int:
+        """Artifacts whose snapshot the run's end did not wait for (not delivered)."""
+        return self.snapshots.abandoned
+
     # -- the caller's side ------------------------------------------------------------------
     def config(self, section: ConfigSection) -> None:
         self.items.append(("config", section))
