@@ -146,7 +146,6 @@ class Follower:
     where progress goes (default: the journal's ``acks.json``). ``on_call(backend, hook)`` hears
     each tracker call begin, ``on_call(backend, None)`` its end."""
 
-
     def __init__(
         self,
         folder: Path | None,
@@ -254,7 +253,7 @@ class Follower:
         with self._finishing:
             if self.finished is not None and self.end_n is not None:
                 return self.end_n  # finished meanwhile (and maybe removed): nothing to read
-            if not (self.folder / META).exists():
+            if self.owner and not (self.folder / META).exists():
                 self._restore()
             end = end_of(self.folder, status)
         for worker in self.workers.values():
@@ -318,7 +317,7 @@ class Follower:
         that a ``tracking-core sync`` started now still steps aside."""
         with self._guard:
             held_fd = self._lock_fd
-            if self.folder is None or held_fd is None:
+            if self.folder is None or held_fd is None or not self.owner:
                 return
             try:
                 if os.fstat(held_fd).st_nlink or not (self.folder / META).exists():

@@ -217,7 +217,6 @@ def main() -> None:
         follower = plan.follower(
             get_plugin_manager(), opened, lock_timeout=5.0, lock_fd=lock_fd, acks=acks, on_call=calling
         )
-
     except Exception:  # noqa: BLE001 - the training process falls back to a thread
         log.exception("tracking-core's delivery process could not start")
         os._exit(1)
