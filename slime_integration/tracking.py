@@ -179,7 +179,7 @@ def _saved_handle_for(run_id: str, tracking_dir: str) -> Path | None:
     """The saved handle of the run ``--wandb-run-id`` names: a run with that id, else a run whose
     W&B entry has that id (a run started with ``--wandb-run-id`` keeps its own run id)."""
     runs = Path(tracking_dir) / "runs"
-    direct = runs / path_part(run_id, "run id") / HANDLE_FILE
+    direct = runs / path_part(run_id, warn=False) / HANDLE_FILE
     if direct.is_file():
         return direct
     if not runs.is_dir():

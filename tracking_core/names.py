@@ -100,12 +100,14 @@ def _say(name: str, mapped: str, what: str) -> None:
     )
 
 
-def path_part(name: object, what: str = "name") -> str:
+def path_part(name: object, what: str = "name", *, warn: bool = True) -> str:
     """``name`` as one file or folder name (the module's rule); ``what`` says what the name is
-    (``role``, ``config namespace``) in the one warning a mapped name gets."""
+    (``role``, ``config namespace``) in the one warning a mapped name gets. ``warn=False`` for
+    a lookup (a name the user typed, which may be a path and is tried as one too): nothing is
+    said, since nothing is named."""
     text = name if isinstance(name, str) else str(name)
     mapped = _part(text)
-    if mapped != text:
+    if warn and mapped != text:
         _say(text, mapped, what)
     return mapped
 

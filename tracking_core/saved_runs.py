@@ -63,8 +63,8 @@ def find_saved_run(run: str | None, tracking_dir: str | Path) -> RunHandle:
     path = Path(run)
     if path.is_file() or (path / HANDLE_FILE).is_file():
         return _parse(path)
-    if (runs / path_part(run, "run id") / HANDLE_FILE).is_file():
-        return _parse(runs / path_part(run, "run id"))
+    if (runs / path_part(run, warn=False) / HANDLE_FILE).is_file():
+        return _parse(runs / path_part(run, warn=False))
     matches = (
         sorted(p for p in runs.glob(f"{run}*") if (p / HANDLE_FILE).is_file())
         if runs.is_dir() and "/" not in run

@@ -29,7 +29,7 @@ def find_run(run: str, tracking_dir: str) -> Path:
     if path.is_dir() and any(path.glob("*.jsonl")):
         return path
     base = Path(tracking_dir) / "jsonl"
-    exact = base / path_part(run, "run id")
+    exact = base / path_part(run, warn=False)
     if exact.is_dir():
         return exact
     matches = sorted(p for p in base.glob(f"{run}*") if p.is_dir()) if base.is_dir() else []

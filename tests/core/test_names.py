@@ -100,3 +100,21 @@ def test_hold_leaves_out_the_tracking_directory_and_every_journal(tmp_path: Path
         assert len(plain.files) == 2 and plain.left_out == []
     finally:
         plain.release()
+
+
+def test_a_run_looked_up_by_its_path_is_not_called_a_mapped_name(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`diff`, `show` and saved-run lookups take a run directory's path as well as a run id:
+    a path is tried as one, and no warning says it was mapped (the demo's diff once did)."""
+    import tracking_core
+    from tracking_core.config.diff import diff_command
+    from tracking_core.saved_runs import find_saved_run
+
+    tracking_core.start_run({"lr": 1}, backends=[], tracking_dir=tmp_path, run_id="r1").finish(5)
+    run_dir = tmp_path / "runs" / "r1"
+    with caplog.at_level(logging.WARNING, logger="tracking_core"):
+        assert find_saved_run(str(run_dir), tmp_path).run_id == "r1"
+        diff_command(str(run_dir), ["launch", "launch"], str(tmp_path))
+    capsys.readouterr()
+    assert not [r for r in caplog.records if r.name.startswith("tracking_core.names")], caplog.text

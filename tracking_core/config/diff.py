@@ -272,7 +272,7 @@ def load_config_values(path: str | Path) -> dict[str, Any]:
 def _find_run(run: str, tracking_dir: str) -> Path | None:
     """A run directory given as a path, a run id, or a unique prefix of a run id."""
     direct = Path(run)
-    by_id = Path(tracking_dir) / "runs" / path_part(run, "run id")
+    by_id = Path(tracking_dir) / "runs" / path_part(run, warn=False)
     for candidate in (direct if (direct / "config").is_dir() else None, by_id, direct):
         if candidate is not None and run and candidate.is_dir():
             return candidate
