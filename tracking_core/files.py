@@ -20,3 +20,10 @@ def replace_text(path: Path, text: str) -> None:
         with contextlib.suppress(OSError):
             tmp.unlink()
         raise
+
+
+def close_quietly(fd: int) -> None:
+    """Close a descriptor that may already be gone (its process forked, its file deleted):
+    nothing of ours depends on the close succeeding."""
+    with contextlib.suppress(OSError):
+        os.close(fd)

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ..context import RunContext
-from ..files import replace_text
+from ..files import close_quietly, replace_text
 from ..plugins import PluginManager
 from ..registry import BackendSpec
 from . import snapshot
@@ -304,10 +304,7 @@ class Follower:
     def _let_go(self) -> None:
         with self._guard:
             if self._lock_fd is not None:
-                try:
-                    os.close(self._lock_fd)
-                except OSError:
-                    pass
+                close_quietly(self._lock_fd)
                 self._lock_fd = None
 
     # -- a folder deleted under the run (a cleaner, ``rm -rf`` of old runs) ----------------------

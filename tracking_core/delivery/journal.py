@@ -40,7 +40,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..files import replace_text
+from ..files import close_quietly, replace_text
 from ..records import ConfigSection
 
 log = logging.getLogger("tracking_core.journal")
@@ -290,10 +290,7 @@ class JournalWriter:
             raise
         for old in (self._fd, self._lock_fd):
             if old is not None and old >= 0:
-                try:
-                    os.close(old)
-                except OSError:
-                    pass
+                close_quietly(old)
         self._fd, self._lock_fd, self.index, self.size = fd, lock, self.index + 1, copied
         self._vanished = False
         self.recreated += 1
@@ -322,10 +319,7 @@ class JournalWriter:
         self.closed = True
         for fd in (self._fd, self._lock_fd):
             if fd is not None and fd >= 0:
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
+                close_quietly(fd)
 
 
 def _copy_fd(source: int, dest: int, size: int) -> int:
@@ -422,10 +416,7 @@ class SegmentReader:
     def close(self) -> None:
         """Let go of the held segment (reading again opens it again)."""
         if self._fd is not None:
-            try:
-                os.close(self._fd)
-            except OSError:
-                pass
+            close_quietly(self._fd)
             self._fd = None
 
     def __del__(self) -> None:

@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..files import close_quietly
 from .journal import ACKS, FOLLOWER_LOCK, JOURNAL_DIR, META, SEGMENT_PREFIX, WRITER_LOCK
 
 log = logging.getLogger("tracking_core.delivery")
@@ -68,10 +69,7 @@ class Held:
     def release(self) -> None:
         for _, _, fd in self.files:
             if fd is not None:
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
+                close_quietly(fd)
         self.files = [(rel, size, None) for rel, size, _ in self.files]
 
 
