@@ -14,6 +14,7 @@ import os
 import signal
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -51,21 +52,28 @@ report(killed=killed, summary=summ(summary))
 """
 
 
-@pytest.mark.slow
-def test_full_disk_and_the_delivery_process_killed_during_the_outage_lose_nothing(
-    faults: Faults, tmp_path: Path, tmpfs, jobs
-) -> None:
+def _small_disk(faults: Faults, tmp_path: Path, tmpfs: Any, slow: str) -> tuple[Path, Path, dict[str, str]]:
+    """A tracking directory on a nearly full 1 MiB disk, a spill location beside it, and the
+    job's environment: a tracker that takes ``slow`` seconds a batch, one big segment."""
     td = tmpfs("1m", name="small-disk")
     fill(td, leave=96 * 1024)
     spill_root = tmp_path / "tmp"
     spill_root.mkdir()
-    # A slowish tracker and one big segment: the journal outgrows the free space.
     env = faults.env(
-        FAULT_SLOW="0.02",
+        FAULT_SLOW=slow,
         FAULT_MAX_BATCH="400",
         TRACKING_CORE_SEGMENT_BYTES=str(16 << 20),
         TMPDIR=str(spill_root),
     )
+    return td, spill_root, env
+
+
+@pytest.mark.slow
+def test_full_disk_and_the_delivery_process_killed_during_the_outage_lose_nothing(
+    faults: Faults, tmp_path: Path, tmpfs, jobs
+) -> None:
+    # A slowish tracker and one big segment: the journal outgrows the free space.
+    td, spill_root, env = _small_disk(faults, tmp_path, tmpfs, slow="0.02")
     job = jobs(JOB, env, args=[td, STEPS]).wait(180)
     result = job.result
     assert result["killed"], "the disk never filled"
@@ -114,17 +122,8 @@ _time.sleep(3600)
 def test_sync_delivers_a_spill_journal_left_behind(
     faults: Faults, tmp_path: Path, tmpfs, jobs
 ) -> None:
-    td = tmpfs("1m", name="small-disk")
-    fill(td, leave=96 * 1024)
-    spill_root = tmp_path / "tmp"
-    spill_root.mkdir()
     # A tracker slow enough that much is still to deliver when both processes die.
-    env = faults.env(
-        FAULT_SLOW="0.3",
-        FAULT_MAX_BATCH="400",
-        TRACKING_CORE_SEGMENT_BYTES=str(16 << 20),
-        TMPDIR=str(spill_root),
-    )
+    td, spill_root, env = _small_disk(faults, tmp_path, tmpfs, slow="0.3")
     job = jobs(LEFT_BEHIND_JOB, env, args=[td])
     delivery, steps = map(int, job.readline_until("PIDS ").split())
     # Both processes die in the middle of the outage: the journal and the spill journal stay.
