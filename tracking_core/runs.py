@@ -196,7 +196,6 @@ class Run:
             folder=str(self.journal) if self.journal is not None else None,
             prefix=self.metric_prefix,
             backends=backends,
-            on_disk=self.journal is not None,
             poll=flush_interval,
             exit_timeout=self.exit_timeout,
             handle_file=str(handle.run_dir / HANDLE_FILE),

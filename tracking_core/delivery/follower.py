@@ -157,7 +157,6 @@ class Follower:
         manager: PluginManager,
         prefix: str,
         poll: float,
-        on_disk: bool = True,
         on_opened: Callable[[str, Any], None] | None = None,
         lock_timeout: float = 0.0,
         pending: set[str] | frozenset[str] = frozenset(),

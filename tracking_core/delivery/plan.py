@@ -74,7 +74,6 @@ class Plan:
     folder: str | None
     prefix: str
     backends: list[BackendPlan] = field(default_factory=list)
-    on_disk: bool = True
     poll: float = 0.5
     exit_timeout: float = 30.0
     handle_file: str | None = None
@@ -115,7 +114,6 @@ class Plan:
             manager=manager,
             prefix=self.prefix,
             poll=self.poll,
-            on_disk=self.on_disk,
             on_opened=on_opened,
             lock_timeout=lock_timeout,
             lock_fd=lock_fd,
