@@ -8,7 +8,8 @@
   continued (SIGCONT), finds both the finish request and its parent gone: it finishes once,
   delivers the rest, exits 0 with no traceback in its log (it died of ``OSError: Bad file
   descriptor``, two finishes closing one lock). The race is hit by chance, so several delivery
-  processes are stopped and continued at once, and their exit codes collected by a subreaper.
+  processes are stopped and continued at once, and their exit codes collected by a subreaper
+  (from the keeper that waited for each: it exits as its delivery process did).
 """
 
 from __future__ import annotations
@@ -108,11 +109,11 @@ for run in runs:
     report(summary=summ(run.finish(timeout=1)))
 """
 
-#: Runs a command with this process as the subreaper of everything it starts: the delivery
-#: processes its job leaves behind are reaped here, with their exit codes. The job ends, every
-#: delivery process it stopped is continued, and their codes are printed.
+#: Runs a command with this process as the subreaper of everything it starts: the keepers its
+#: job leaves behind are reaped here, each with its delivery process's exit code. The job ends,
+#: every delivery process it stopped is continued, and the codes are printed.
 HARNESS = """
-import ctypes, json, os, signal, subprocess, sys, time
+import contextlib, ctypes, json, os, signal, subprocess, sys, time
 if ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) != 0:  # PR_SET_CHILD_SUBREAPER
     print("NO-SUBREAPER", flush=True)
     sys.exit(0)
@@ -135,11 +136,11 @@ while len(codes) < len(pids) and time.monotonic() < deadline:
         break
     if pid == 0:
         time.sleep(0.05)
-    elif pid in pids:
+    else:
         codes[pid] = os.waitstatus_to_exitcode(status)
-print("CODES " + json.dumps({str(p): codes.get(p) for p in pids}), flush=True)
+print("CODES " + json.dumps(codes), flush=True)
 for pid in pids:
-    if pid not in codes:
+    with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGKILL)
 """
 

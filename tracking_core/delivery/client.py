@@ -1,12 +1,25 @@
 """The training process's side of a delivery process.
 
-:class:`ProcessDelivery` starts ``python -m tracking_core.delivery.process`` in its own session
-(a SIGINT or SIGTERM meant for the job's process group does not cut delivery short) and returns
-at once: the child opens the backends and follows the journal by itself. Only small messages
-cross its pipes: the plan (first line), records the writer could not journal, drain and finish
-requests and their answers, which backend opened with what, and the child's log records (re-
-emitted here through this process's ``logging``). A sender thread writes to the child, so neither
-the training thread nor the pump ever waits on a pipe.
+:class:`ProcessDelivery` starts ``python -m tracking_core.delivery.process`` through the
+:mod:`keeper <tracking_core.delivery.keeper>`, in a session of its own (a SIGINT or SIGTERM meant
+for the job's process group does not cut delivery short), and returns at once: the child opens
+the backends and follows the journal by itself. Only small messages cross its pipes: the plan
+(first line), records the writer could not journal, drain and finish requests and their answers,
+which backend opened with what, and the child's log records (re-emitted here through this
+process's ``logging``). A sender thread writes to the child, so neither the training thread nor
+the pump ever waits on a pipe.
+
+The delivery process is the keeper's child, not this process's, always. Ray kills a worker's
+direct children when the worker exits (and its process group): a delivery process started by a
+Ray actor died with it, losing what it had not delivered, when the job ended. Through the keeper
+it is out of reach of both, and it watches this process itself (a pidfd where the kernel has
+them, else the pid): when training is gone without a finish it delivers the rest within the exit
+timeout and exits, as after any other death of training. The keeper waits for it and exits as it
+did, so this process still reads its exit status (crash attribution below) and nothing is left
+unreaped. Detaching only under Ray (its workers have ``RAY_RAYLET_PID`` in their environment)
+would save one small process per writer, but would leave the path every Ray job takes to one
+test and every other job on another; other launchers and process managers also end a process's
+children by parentage. So there is one way, exercised by every test.
 
 A child that dies is started again, up to :data:`MAX_RESTARTS` times; the new one resumes from
 the journal's acknowledgements and gets any request still waiting for an answer. The child says
@@ -53,6 +66,8 @@ REPLY_GRACE = 0.5
 MAX_OUTBOX = 100_000
 #: Of a finish's timeout, what is kept for the child's answer to arrive and the child to exit.
 FINISH_MARGIN = 0.3
+#: The program that starts the delivery process and waits for it (run by its path).
+KEEPER = str(Path(__file__).with_name("keeper.py"))
 #: Deaths a process inflicts on itself (a crash in native code, ``abort()``): charged to the
 #: tracker whose code ran. A SIGKILL or SIGTERM comes from outside (the OOM killer, a person).
 #: The thread a fatal signal hit, as :mod:`faulthandler` reports it.
@@ -90,27 +105,34 @@ class ProcessDelivery:
         # training ends, however long delivery goes on (or if it is stopped). A backend that
         # writes to the terminal (the console) keeps this process's stderr instead.
         log_fd, self.log_path = (None, None) if self.plan.terminal else _open_log(self.plan)
+        # The delivery process watches this process through it (see the module docstring).
+        training_fd = _own_pidfd()
         first = {
             "crash_fd": self._crash_fd,
+            "training": {"pid": os.getpid(), "pidfd": training_fd},
             "plan": json.loads(self.plan.to_json()),
             "log_level": logging.getLogger("tracking_core").getEffectiveLevel(),
             # The command line crosses redacted: the trackers there record it (W&B, SwanLab).
             "argv": redact_argv(getattr(sys, "argv", None) or []),
         }
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "tracking_core.delivery.process"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=None if self.plan.terminal else subprocess.DEVNULL if log_fd is None else log_fd,
-            env=env,
-            start_new_session=True,
-            close_fds=True,
-            pass_fds=() if self._crash_fd is None else (self._crash_fd,),
-        )
-        if log_fd is not None:
-            os.close(log_fd)
+        try:
+            proc = subprocess.Popen(
+                [sys.executable, "-I", "-S", KEEPER, sys.executable, "-m", "tracking_core.delivery.process"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=None if self.plan.terminal else subprocess.DEVNULL if log_fd is None else log_fd,
+                env=env,
+                start_new_session=True,
+                close_fds=True,
+                pass_fds=tuple(fd for fd in (self._crash_fd, training_fd) if fd is not None),
+            )
+        finally:
+            for fd in (log_fd, training_fd):
+                if fd is not None:
+                    os.close(fd)
         assert proc.stdin is not None and proc.stdout is not None
-        self.proc, self.pid, self._ready = proc, proc.pid, False
+        # The delivery process's pid comes from the keeper's first line ("started").
+        self.proc, self.pid, self._ready = proc, None, False
         self._inside: dict[str, tuple[str, int]] = {}  # tracker -> the call it is in, its thread
         self._outbox: queue.Queue[bytes | None] = queue.Queue()
         self._outbox.put(_line(first))
@@ -181,6 +203,8 @@ class ProcessDelivery:
             logging.getLogger(event["name"]).log(int(event["level"]), "%s", event["msg"])
         elif kind == "ready":
             self._ready = True
+        elif kind == "started":
+            self.pid = int(event["pid"])
 
     def _ended(self, code: int | None) -> None:
         if self._done:
@@ -400,6 +424,16 @@ def _drop_if_empty(path: Path | None) -> None:
     with contextlib.suppress(OSError):
         if path.stat().st_size == 0:
             path.unlink()
+
+
+def _own_pidfd() -> int | None:
+    """A pidfd of this process, for the delivery process to know when it is gone without
+    mistaking another process that later gets its pid; None where the kernel (Linux before 5.3)
+    or the platform has none: the delivery process then watches the pid."""
+    try:
+        return os.pidfd_open(os.getpid())
+    except (AttributeError, OSError):
+        return None
 
 
 def _crash_report_file() -> int | None:

@@ -13,14 +13,18 @@ too, so what a tracker prints goes there; log records and Python warnings go to 
 process as ``log`` events (to the log file once it is gone). SIGINT is ignored (the job's Ctrl-C
 is the training process's to handle).
 
-When the training process is gone without a ``finish`` (SIGKILL, ``os._exit``), the follower
-reads the journal to its end, journals the run's end as KILLED, delivers within the exit timeout
-and applies the completion rule, exactly as ``tracking-core sync`` would.
+Its parent is the :mod:`keeper <tracking_core.delivery.keeper>`, not the training process, so
+that a launcher ending the training process's children (Ray, when its worker exits) does not end
+delivery. It watches the training process itself: the pidfd the first line names (``training``),
+else the training process's pid, and its stdin's end. When the training process is gone without
+a ``finish`` (SIGKILL, ``os._exit``, its Ray worker ended), the follower reads the journal to its
+end, journals the run's end as KILLED, delivers within the exit timeout and applies the
+completion rule, exactly as ``tracking-core sync`` would, and the process exits.
 
 ``tracking-core sync`` starts this process too, to deliver one backend of a journal (a plan
 marked ``replay``): the sync holds the journal's lock and hands it down (``lock_fd``), the
 process reports its progress as ``acks`` events instead of saving it, delivers to the journal's
-end on a ``replay`` request and exits; when the sync is gone it stops.
+end on a ``replay`` request and exits; when the sync, its parent, is gone it stops.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ import faulthandler
 import json
 import logging
 import os
+import select
 import signal
 import sys
 import threading
@@ -105,14 +110,45 @@ class ForwardLogs(logging.Handler):
             pass
 
 
+class Training:
+    """Whether the process this one delivers for is gone: the training process, through the
+    pidfd or pid the first line names (this process is not its child), else this process's
+    parent (``tracking-core sync``, which starts it directly)."""
+
+    def __init__(self, info: Mapping[str, Any] | None) -> None:
+        info = info or {}
+        self._pid: int | None = info.get("pid")
+        self._parent = os.getppid()
+        self._poll: select.poll | None = None
+        if info.get("pidfd") is not None:
+            self._poll = select.poll()
+            self._poll.register(int(info["pidfd"]), select.POLLIN)
+
+    def gone(self) -> bool:
+        if self._pid is None:
+            return os.getppid() != self._parent
+        if self._poll is not None:
+            try:
+                return bool(self._poll.poll(0))  # a pidfd is readable once its process ended
+            except OSError:
+                self._poll = None
+        try:
+            os.kill(self._pid, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            pass
+        return False
+
+
 class Child:
-    def __init__(self, plan: Plan, follower: Follower, channel: Channel) -> None:
+    def __init__(self, plan: Plan, follower: Follower, channel: Channel, training: Training) -> None:
         self.plan = plan
         self.follower = follower
         self.channel = channel
+        self.training = training
         self.finishing = threading.Event()
         self._last: Any = None
-        self.parent = os.getppid()
 
     def handle(self, op: Mapping[str, Any]) -> None:
         kind = op.get("op")
@@ -135,7 +171,7 @@ class Child:
             self.channel.send({"ev": "done", "id": op["id"], "ok": ok, "report": self.follower.report()})
             return
         end = self.follower.replay_end() if op["op"] == "replay" else int(op["end"])
-        if op["op"] == "finish" and os.getppid() != self.parent:
+        if op["op"] == "finish" and self.training.gone():
             # Read after the training process gave up waiting (this process was stopped): no
             # one waits on its bound any more; the rest is delivered as an orphan's would be.
             timeout = max(timeout or 0.0, self.plan.exit_timeout)
@@ -203,7 +239,7 @@ def main() -> None:
     logging.captureWarnings(True)  # a tracker's Python warnings reach the training process too
     # Trackers' HTTP clients warn on every retry; the worker reports each failure kind once.
     logging.getLogger("urllib3").setLevel(logging.ERROR)
-    parent = os.getppid()
+    training = Training(first.get("training"))
 
     def opened(name: str, result: Any) -> None:
         channel.send({"ev": "opened", "b": name, "result": result})
@@ -222,11 +258,11 @@ def main() -> None:
         os._exit(1)
     follower.start()
     channel.send({"ev": "ready", "pid": os.getpid()})
-    child = Child(plan, follower, channel)
+    child = Child(plan, follower, channel, training)
     gone = threading.Event()
     threading.Thread(target=_requests, args=(stdin, child, gone), daemon=True).start()
     while not gone.wait(plan.poll):
-        if os.getppid() != parent:
+        if training.gone():
             break
         child.send_report()
     if child.finishing.is_set() and not plan.replay:
