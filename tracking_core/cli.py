@@ -135,14 +135,25 @@ def _cmd_sync(ns: argparse.Namespace) -> int:
         where = "" if ns.path else " (the tracking directory: --tracking-dir / $TRACKING_CORE_DIR)"
         print(f"tracking-core sync: {path} does not exist{where}", file=sys.stderr)
         return 2
-    from .delivery.sync import DEFAULT_TIMEOUT, sync
+    from .delivery.sync import DEFAULT_TIMEOUT, NoTrackingData, sync
 
     timeout = DEFAULT_TIMEOUT if ns.timeout is None else max(0.0, ns.timeout)
-    report = sync(path, stream=None if ns.quiet else sys.stderr, timeout=timeout)
+    try:
+        report = sync(path, stream=None if ns.quiet else sys.stderr, timeout=timeout)
+    except NoTrackingData as exc:
+        where = "" if ns.path else f" (the tracking directory: --tracking-dir, else ${opts.DIR_ENV}, else ./{opts.DEFAULT_TRACKING_DIR})"
+        print(
+            f"tracking-core sync: {exc}{where}; name the tracking directory the job's process "
+            "wrote in on this host (its --tracking-dir or $TRACKING_CORE_DIR there), or a journal folder",
+            file=sys.stderr,
+        )
+        return 2
     print(
         f"synced {report.records} values from {report.journals} journal(s) under {path}; "
         f"{len(report.removed)} complete journal(s) removed"
     )
+    if not (report.journals or report.skipped_live or report.errors or report.finished_elsewhere):
+        print(f"  nothing left to deliver under {path}")
     for folder in report.finished_elsewhere:
         print(f"  {folder} was completed by the process that was delivering it")
     for item in report.opened:

@@ -1,14 +1,22 @@
 """The run handle: what a process needs to attach to the job's run.
 
-Small and JSON-serialisable. It travels to workers as the ``TRACKING_CORE_RUN`` environment
-variable, as an attribute of the host's args (slime pickles ``args`` into Ray actors), or as an
-explicit argument, and is saved under ``<tracking_dir>/runs/<run_id>/handle.json`` for resume.
+Small and JSON-serialisable. :meth:`RunHandle.to_json` is the one value a process on any node
+needs: it travels to workers as the ``TRACKING_CORE_RUN`` environment variable, as an attribute
+of the host's args (slime pickles ``args`` into Ray actors), or as an explicit argument, and the
+primary saves it under ``<tracking_dir>/runs/<run_id>/handle.json`` for resume. It carries the
+run's identity and each tracker's target; the primary's tracking directory and host travel in
+it as information only: every process writes under its own tracking directory
+(:func:`tracking_core.runs.local_tracking_dir`), and a value of the handle that lies under the
+primary's directory is read as lying under the process's own (:func:`rebase`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import socket
+import threading
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -23,14 +31,17 @@ ARGS_ATTR = "tracking_run"
 HANDLE_FILE = "handle.json"
 
 
-EXAMPLE = '{"run_id": "20261201-101500-1a2b3c", "name": "...", "tracking_dir": "/abs/tracking-runs", "backends": {"mlflow": {...}}}'
+EXAMPLE = '{"run_id": "20261201-101500-1a2b3c", "name": "...", "tracking_dir": "/abs/tracking-runs", "host": "node0", "backends": {"mlflow": {...}}}'
 
 
 @dataclass
 class RunHandle:
     """``backends`` maps each backend of the run to what ``attach_run`` needs: its target (where
     the run goes, known at start) until the primary has opened it there, then its open result.
-    ``pending`` names the backends the primary has not opened the run in yet."""
+    ``pending`` names the backends the primary has not opened the run in yet. ``tracking_dir``
+    and ``host`` are the primary's (``socket.gethostname()``): the directory is the primary's
+    disk, meaningful on that host only. A handle without ``host`` (saved before it existed) is
+    taken as made on this host."""
 
     run_id: str
     name: str
@@ -40,6 +51,7 @@ class RunHandle:
     options: dict[str, Any] = field(default_factory=dict)
     pending: list[str] = field(default_factory=list)
     version: int = 2
+    host: str = ""
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
@@ -67,6 +79,7 @@ class RunHandle:
                 options=dict(data.get("options") or {}),
                 pending=pending,
                 version=int(data.get("version", 2)),
+                host=str(data.get("host") or ""),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise malformed(f"{type(exc).__name__}: {exc}") from exc
@@ -96,15 +109,74 @@ class RunHandle:
 
     @property
     def run_dir(self) -> Path:
-        """``<tracking_dir>/runs/<run id>``, the run id as a file name (:mod:`tracking_core.names`)."""
-        return Path(self.tracking_dir) / "runs" / path_part(self.run_id, "run id")
+        """``<tracking_dir>/runs/<run id>``, the run id as a file name (:mod:`tracking_core.names`):
+        the primary's run folder (on the primary's host)."""
+        return run_folder(self.tracking_dir, self.run_id)
 
-    def save(self) -> Path:
-        """Write ``handle.json`` into the run directory (atomically) and return its path."""
+    def on_primary_host(self) -> bool:
+        """Whether this process runs on the primary's host (a handle without a host: yes)."""
+        return not self.host or self.host == socket.gethostname()
+
+    def rebased(self, tracking_dir: str | os.PathLike[str]) -> RunHandle:
+        """A copy whose backends' values under the primary's tracking directory lie under
+        ``tracking_dir`` instead (see :func:`rebase`); the same handle when the two are one."""
+        new = os.fspath(tracking_dir)
+        if os.path.normpath(new) == os.path.normpath(self.tracking_dir):
+            return self
+        backends = {name: rebase(entry, self.tracking_dir, new) for name, entry in self.backends.items()}
+        return RunHandle(**{**asdict(self), "backends": backends})
+
+    def save(self, *, if_absent: bool = False) -> Path:
+        """Write ``handle.json`` into the run directory (atomically) and return its path; with
+        ``if_absent``, only where there is none (a handle saved meanwhile is kept whole)."""
         path = self.run_dir / HANDLE_FILE
         path.parent.mkdir(parents=True, exist_ok=True)
-        replace_text(path, json.dumps(asdict(self), indent=2, sort_keys=True))
+        text = json.dumps(asdict(self), indent=2, sort_keys=True)
+        if not if_absent:
+            replace_text(path, text)
+            return path
+        tmp = path.with_name(f".{HANDLE_FILE}.new{os.getpid()}-{threading.get_ident()}")
+        try:
+            tmp.write_text(text)
+            with contextlib.suppress(FileExistsError):
+                os.link(tmp, path)  # never over a handle another process saved
+        finally:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
         return path
+
+
+def run_folder(tracking_dir: str | os.PathLike[str], run_id: str) -> Path:
+    """``<tracking_dir>/runs/<run id>``: where a run's handle, configs and delivery logs go."""
+    return Path(tracking_dir) / "runs" / path_part(run_id, "run id")
+
+
+def rebase(value: Any, old: str, new: str) -> Any:
+    """``value`` (a string, or lists and mappings of them) with every path under ``old`` moved
+    under ``new``: ``old`` itself, ``old/...``, and ``old`` after a URI's scheme
+    (``sqlite:////old/mlflow/mlflow.db``). Nothing tracker-specific: a target that names a file
+    under the primary's tracking directory names the same file under this process's."""
+    if isinstance(value, str):
+        return _rebase_text(value, old.rstrip("/") or "/", new.rstrip("/") or "/")
+    if isinstance(value, Mapping):
+        return {k: rebase(v, old, new) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [rebase(v, old, new) for v in value]
+    return value
+
+
+def _rebase_text(text: str, old: str, new: str) -> str:
+    if old == "/" or old == new:
+        return text
+    at = text.find(old)
+    while at >= 0:
+        end = at + len(old)
+        before_ok = at == 0 or text[at - 1] in "/:"
+        after_ok = end == len(text) or text[end] in "/?#"
+        if before_ok and after_ok:
+            return text[:at] + new + text[end:]
+        at = text.find(old, at + 1)
+    return text
 
 
 def malformed(why: str) -> ValueError:
@@ -151,11 +223,18 @@ def _read_saved(path: Path) -> Mapping[str, Any]:
 def find_handle(handle: Any = None, args: Any = None) -> RunHandle | None:
     """The handle from, in order: the explicit value, ``args.tracking_run``, ``$TRACKING_CORE_RUN``.
     A malformed one is a ``ValueError`` that names where it came from."""
+    found = find_handle_source(handle, args)
+    return found[0] if found is not None else None
+
+
+def find_handle_source(handle: Any = None, args: Any = None) -> tuple[RunHandle, str] | None:
+    """:func:`find_handle` and where the handle came from (``handle=``, ``args.tracking_run``
+    or ``$TRACKING_CORE_RUN``)."""
     sources = (("handle=", handle), (f"args.{ARGS_ATTR}", getattr(args, ARGS_ATTR, None)), (f"${RUN_ENV}", settings.get(RUN_ENV)))
     for source, value in sources:
         if value:
             try:
-                return RunHandle.parse(value)
+                return RunHandle.parse(value), source
             except ValueError as exc:
                 raise ValueError(f"{source} {value!r:.80}: {exc}") from exc
     return None

@@ -115,10 +115,20 @@ def add_tracking_options(
 
 def tracking_dir(args: Any = None, explicit: str | os.PathLike[str] | None = None) -> str:
     """The tracking directory: explicit value, ``--tracking-dir``, ``$TRACKING_CORE_DIR``, default."""
-    for value in (explicit, getattr(args, "tracking_dir", None), settings.get(DIR_ENV)):
+    return tracking_dir_source(args, explicit)[0]
+
+
+def tracking_dir_source(args: Any = None, explicit: str | os.PathLike[str] | None = None) -> tuple[str, str]:
+    """:func:`tracking_dir` and what chose it (``tracking_dir=``, ``--tracking-dir``,
+    ``$TRACKING_CORE_DIR`` or ``the default``), for messages that say what to change."""
+    for value, source in (
+        (explicit, "tracking_dir="),
+        (getattr(args, "tracking_dir", None), "--tracking-dir"),
+        (settings.get(DIR_ENV), f"${DIR_ENV}"),
+    ):
         if value:
-            return os.fspath(value)
-    return DEFAULT_TRACKING_DIR
+            return os.fspath(value), source
+    return DEFAULT_TRACKING_DIR, "the default"
 
 
 def key_style(args: Any = None, explicit: str | None = None) -> str:

@@ -36,7 +36,8 @@ from .delivery.journal import JOURNAL_DIR, JournalUnavailable, JournalWriter
 from .delivery.modes import Delivery, delivery_mode, start_delivery
 from .delivery.plan import BackendPlan, Plan, context_to_dict, plain
 from .files import replace_text
-from .handle import ARGS_ATTR, HANDLE_FILE, RUN_ENV, RunHandle, find_handle
+from .handle import ARGS_ATTR, HANDLE_FILE, RUN_ENV, RunHandle, find_handle_source, run_folder
+from .launchers import JOB_ID_SOURCES, job_run_id
 from .names import path_part
 from .plugins import PluginManager, get_plugin_manager
 from .records import ConfigSection, RunStatus
@@ -57,6 +58,41 @@ PEER_TIMEOUT = 10.0
 
 def new_run_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S") + "-" + os.urandom(3).hex()
+
+
+def local_tracking_dir(
+    handle: RunHandle | None, args: Any = None, explicit: str | os.PathLike[str] | None = None
+) -> Path:
+    """This process's own tracking directory for ``handle``'s run, absolute: where it journals,
+    saves configs and keeps local trackers' files. ``explicit`` (``tracking_dir=``), else
+    ``$TRACKING_CORE_DIR`` of this process, else (on the primary's host) the primary's
+    directory, else ``args.tracking_dir`` (``--tracking-dir``), else ``./tracking-runs`` of the
+    working directory. Never a path only another node has: the handle's directory counts only
+    on the host that made it."""
+    return _local_dir(handle, args, explicit)[0]
+
+
+def _local_dir(handle: RunHandle | None, args: Any, explicit: str | os.PathLike[str] | None) -> tuple[Path, str]:
+    """:func:`local_tracking_dir` and what chose it."""
+    primary_dir = handle.tracking_dir if handle is not None and handle.on_primary_host() else None
+    for value, source in (
+        (explicit, "tracking_dir="),
+        (settings.get(settings.DIR), f"${settings.DIR}"),
+        (primary_dir, "the run handle (on the primary's host)"),
+        (getattr(args, "tracking_dir", None), "--tracking-dir"),
+    ):
+        if value:
+            return Path(value).absolute(), source
+    return Path(opts.DEFAULT_TRACKING_DIR).absolute(), "the default (./tracking-runs)"
+
+
+def _dir_advice(source: str, primary: bool) -> str:
+    """What makes a process write elsewhere, given what chose its tracking directory."""
+    if source == "tracking_dir=":
+        return "pass tracking_dir= a writable directory"
+    if source == "--tracking-dir" and primary:  # a primary's --tracking-dir wins over the variable
+        return "point --tracking-dir at a writable directory"
+    return f"set ${settings.DIR} in this process to a writable directory"
 
 
 def _options_of(args: Any, extra: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -117,9 +153,12 @@ class Run:
         journal: bool,
         delivery: str | None,
         args: Any = None,
+        tracking_dir: tuple[Path, str] | None = None,
     ) -> None:
         self.handle = handle
         self.primary = primary
+        # This process's own directory (and what chose it): the handle's is the primary's.
+        self.tracking_dir, self._dir_source = tracking_dir or _local_dir(handle, args, None)
         self.role = role
         self.args = args
         self.metric_prefix = prefix
@@ -156,6 +195,17 @@ class Run:
     def run_id(self) -> str:
         return self.handle.run_id
 
+    @property
+    def run_dir(self) -> Path:
+        """This process's run folder, ``<tracking_dir>/runs/<run id>``: its saved configs, its
+        delivery logs, and (the primary's) the run handle."""
+        return run_folder(self.tracking_dir, self.handle.run_id)
+
+    @property
+    def _shares_primary_dir(self) -> bool:
+        """Whether this process writes in the primary's own tracking directory."""
+        return os.path.normpath(self.tracking_dir) == os.path.normpath(self.handle.tracking_dir)
+
     def _plan(
         self,
         specs: Sequence[BackendSpec],
@@ -168,6 +218,7 @@ class Run:
     ) -> Plan:
         """What this writer's follower needs, as plain data (it may cross to another process)."""
         handle = self.handle
+        local = handle.rebased(self.tracking_dir)  # the targets' paths as this process's
         backends = []
         for spec in specs:
             context = RunContext(
@@ -175,7 +226,7 @@ class Run:
                 run_id=handle.run_id,
                 name=handle.name,
                 primary=self.primary,
-                tracking_dir=Path(handle.tracking_dir),
+                tracking_dir=self.tracking_dir,
                 role=self.role,
                 label=self.label,
                 rank=rank,
@@ -188,7 +239,7 @@ class Run:
                     spec.name,
                     context_to_dict(context),
                     actions.get(spec.name, "attach"),
-                    dict(handle.backends.get(spec.name) or {}),
+                    dict(local.backends.get(spec.name) or {}),
                     pending=spec.name in handle.pending,
                 )
             )
@@ -198,7 +249,7 @@ class Run:
             backends=backends,
             poll=flush_interval,
             exit_timeout=self.exit_timeout,
-            handle_file=str(handle.run_dir / HANDLE_FILE),
+            handle_file=str(self.run_dir / HANDLE_FILE),
             terminal=any(spec.terminal for spec in specs),
         )
 
@@ -208,7 +259,7 @@ class Run:
 
     # -- setting up -------------------------------------------------------------------------
     def _journal_root(self) -> Path:
-        return Path(self.handle.tracking_dir) / JOURNAL_DIR / path_part(self.handle.run_id, "run id")
+        return self.tracking_dir / JOURNAL_DIR / path_part(self.handle.run_id, "run id")
 
     def _open_journal(
         self, specs: Sequence[BackendSpec], options: Mapping[str, Any]
@@ -222,6 +273,7 @@ class Run:
         meta = {
             "created": time.time(),
             "handle": dataclasses.asdict(self.handle),
+            "tracking_dir": str(self.tracking_dir),  # this writer's own (the handle's: the primary's)
             "primary": self.primary,
             "role": self.role,
             "prefix": self.metric_prefix,
@@ -249,12 +301,13 @@ class Run:
         else:
             instead = f"its journal is kept in {spill} instead (after a crash: `tracking-core sync {spill.parents[2]}`)"
         log.warning(
-            "tracking-core cannot write in its tracking directory %s (%s): no run handle or "
-            "config files there, and %s; point $%s or --tracking-dir at a writable directory",
-            self.handle.tracking_dir,
+            "tracking-core cannot write in its tracking directory %s (%s; chosen by %s): no run "
+            "handle or config files there, and %s; %s",
+            self.tracking_dir,
             failure.strerror or failure,
+            self._dir_source,
             instead,
-            settings.DIR,
+            _dir_advice(self._dir_source, self.primary),
         )
         return writer, None
 
@@ -310,7 +363,7 @@ class Run:
     def _save_config(self, section: ConfigSection, text: str) -> None:
         from .config import artifact_path
 
-        path = self.handle.run_dir / artifact_path(section)
+        path = self.run_dir / artifact_path(section)
         self._saved_configs[path] = text  # saved again should a cleaner delete them
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -319,13 +372,30 @@ class Run:
             self._local_failed("save-config", "could not save config %s (%s); the trackers still receive it", path, exc)
 
     def save_handle(self) -> Path | None:
-        """Save the run handle in the run directory (for resume and sync); None if it cannot."""
+        """Save the run handle in the run directory (for resume and sync); None if it cannot.
+
+        The primary saves the handle. Another writer saves only where no handle is (its own
+        tracking directory, or the primary's after a cleaner deleted it): there, in its own
+        directory, the run as this node sees it (:meth:`local_handle`), for ``show`` and
+        ``sync`` on this node; it never replaces the primary's."""
         try:
             with self._handle_lock:  # the delivery's thread saves it too, as backends open
-                return self.handle.save()
+                if self.primary:
+                    return self.handle.save()
+                return self.local_handle().save(if_absent=True)
         except OSError as exc:
-            self._local_failed("save-handle", "could not save the run handle in %s (%s); resume and sync need it", self.handle.run_dir, exc)
+            self._local_failed("save-handle", "could not save the run handle in %s (%s); resume and sync need it", self.run_dir, exc)
             return None
+
+    def local_handle(self) -> RunHandle:
+        """The handle as this process sees it: the same run and targets, with this process's
+        tracking directory (and host) in place of the primary's, and the targets' paths under
+        it; the handle itself where this process writes in the primary's directory."""
+        if self._shares_primary_dir:
+            return self.handle
+        return dataclasses.replace(
+            self.handle.rebased(self.tracking_dir), tracking_dir=str(self.tracking_dir), host=socket.gethostname()
+        )
 
     def _save_again(self) -> None:
         """The journal was deleted under the run (a cleaner): the run handle and the saved
@@ -432,7 +502,7 @@ class Run:
             self._usable("log_artifact")
             return
         try:
-            held = snapshot.hold(path, name, str(kind), self.handle.tracking_dir)
+            held = snapshot.hold(path, name, str(kind), self.tracking_dir)
         except Exception as exc:  # noqa: BLE001
             log.warning("log_artifact: cannot read %s (%s: %s); nothing logged", path, type(exc).__name__, exc)
             return
@@ -445,7 +515,7 @@ class Run:
                 "tracking-core sync); the rest is delivered (said once per run)",
                 held.source,
                 ", ".join(held.left_out[:5]) + (f" and {len(held.left_out) - 5} more" if len(held.left_out) > 5 else ""),
-                self.handle.tracking_dir,
+                self.tracking_dir,
             )
         self._intake.artifact(held)
 
@@ -687,6 +757,11 @@ def start_run(
     ``thread``; default ``args.tracking_delivery``, ``$TRACKING_CORE_DELIVERY``, else
     ``process`` where possible) says where the trackers' client code runs. ``open_timeout`` is
     accepted for compatibility and ignored: start never waits.
+
+    Without ``run_id`` (or ``handle``), a job the launcher names gets its run id from that name
+    (:func:`tracking_core.launchers.job_run_id`: ``$TRACKING_CORE_RUN_ID``,
+    ``$TORCHELASTIC_RUN_ID``, ``$SLURM_JOB_ID``, Ray's job), so that every process of the job,
+    and a restarted driver, finds the same run; otherwise a new one.
     """
     manager = get_plugin_manager()
     tags = _redacted_tags(tags)
@@ -697,10 +772,11 @@ def start_run(
         names, source = resolve_backend_names(args=args, explicit=backends, manager=manager)
     specs = manager.select(names, source)
     run_options = _options_of(args, options)
-    run_handle = resumed or _new_handle(args, tracking_dir, name, run_id, key_style)
-    if resumed is None:
-        probe = _context(run_handle, run_options, tags)
-        run_handle.backends = _targets(specs, probe)
+    if resumed is not None:
+        run_handle, where, whence = *_resumed_here(resumed, args, tracking_dir), "the resumed run handle"
+    else:
+        run_handle, where, whence = _new_handle(args, tracking_dir, name, run_id, key_style)
+        run_handle.backends = _targets(specs, _context(run_handle, run_options, tags, where[0]))
         run_handle.pending = [s.name for s in specs]
     actions = {s.name: "open" if s.name in run_handle.pending or s.name not in run_handle.backends else "attach" for s in specs}
     run = Run(
@@ -719,14 +795,16 @@ def start_run(
         journal=journal,
         delivery=delivery or getattr(args, "tracking_delivery", None),
         args=args,
+        tracking_dir=where,
     )
     path = run.save_handle()
     log.info(
-        "tracking-core run %s %s with %s (selected by %s); run handle saved to %s",
+        "tracking-core run %s %s with %s (selected by %s; run id from %s); run handle saved to %s",
         run_handle.run_id,
         "resumed" if resumed else "started",
         ", ".join(names) or "no backend",
         source,
+        whence,
         path,
     )
     if export:
@@ -737,14 +815,37 @@ def start_run(
     return run
 
 
-def _new_handle(args: Any, tracking_dir: Any, name: str | None, run_id: str | None, key_style: str | None) -> RunHandle:
-    rid = run_id or new_run_id()
-    return RunHandle(
+def _new_handle(
+    args: Any, tracking_dir: Any, name: str | None, run_id: str | None, key_style: str | None
+) -> tuple[RunHandle, tuple[Path, str], str]:
+    """A new run's handle (no backends yet), the primary's tracking directory with what chose
+    it, and where the run id came from."""
+    job = job_run_id() if not run_id else None
+    rid, whence = (run_id, "run_id=") if run_id else job or (new_run_id(), "a new id")
+    directory, chosen_by = opts.tracking_dir_source(args, tracking_dir)
+    where = Path(directory).absolute()
+    handle = RunHandle(
         run_id=rid,
         name=kinds.NAMES[name] if name else rid,  # trackers keep the name: no secret in it
-        tracking_dir=str(Path(opts.tracking_dir(args, tracking_dir)).absolute()),
+        tracking_dir=str(where),
         key_style=opts.key_style(args, key_style),
+        host=socket.gethostname(),
     )
+    return handle, (where, chosen_by), whence
+
+
+def _resumed_here(resumed: RunHandle, args: Any, tracking_dir: Any) -> tuple[RunHandle, tuple[Path, str]]:
+    """A resumed run's handle as this primary's, and its tracking directory: the handle's on
+    the host that made it (unless ``tracking_dir=`` says otherwise), else this process's own,
+    the handle then naming it and this host (the targets' paths moved under it)."""
+    if tracking_dir is None and resumed.on_primary_host():
+        if not resumed.host:
+            resumed.host = socket.gethostname()
+        return resumed, (Path(resumed.tracking_dir), "the resumed run handle")
+    directory, chosen_by = opts.tracking_dir_source(args, tracking_dir)
+    where = Path(directory).absolute()
+    moved = dataclasses.replace(resumed.rebased(where), tracking_dir=str(where), host=socket.gethostname())
+    return moved, (where, chosen_by)
 
 
 def _redacted_tags(tags: Mapping[str, str] | None) -> dict[str, str]:
@@ -759,13 +860,13 @@ def _redacted_tags(tags: Mapping[str, str] | None) -> dict[str, str]:
         return {}
 
 
-def _context(handle: RunHandle, options: Mapping[str, Any], tags: Mapping[str, str] | None) -> RunContext:
+def _context(handle: RunHandle, options: Mapping[str, Any], tags: Mapping[str, str] | None, tracking_dir: Path) -> RunContext:
     return RunContext(
         backend="",
         run_id=handle.run_id,
         name=handle.name,
         primary=True,
-        tracking_dir=Path(handle.tracking_dir),
+        tracking_dir=tracking_dir,
         options=options,
         tags=dict(tags or {}),
     )
@@ -793,24 +894,24 @@ def attach(
     flush_interval: float = DEFAULT_FLUSH_INTERVAL,
     journal: bool = True,
     delivery: str | None = None,
+    tracking_dir: str | os.PathLike[str] | None = None,
 ) -> Run | NullRun:
     """Attach this process to the job's run as ``role`` (never a collective call, never waits
     for a tracker).
 
     The handle comes from ``handle``, ``args.tracking_run`` or ``$TRACKING_CORE_RUN`` (a
-    malformed one is a ``ValueError`` saying so). Only the role's writer rank (see
-    :mod:`tracking_core.writer`; ``writer`` overrides) gets a live run; the others get a
+    malformed one is a ``ValueError`` saying so). Without one, the launcher's job identity
+    names the run (:func:`tracking_core.launchers.job_run_id`): the backends are chosen as
+    :func:`start_run` chooses them, their targets computed here, and each finds the run the
+    primary opened by its run id. Neither found is a ``ValueError``. Only the role's writer rank
+    (see :mod:`tracking_core.writer`; ``writer`` overrides) gets a live run; the others get a
     :class:`NullRun`. The writer logs the role's config: ``config`` merged with what every
     collector returns for the role (``collect=False`` skips the collectors). Metric names get
     ``metric_prefix`` (default ``"<role>/"``; ``""`` passes names through). ``delivery`` is as
-    for :func:`start_run`.
+    for :func:`start_run`. The writer journals and keeps its local files under its own tracking
+    directory (:func:`local_tracking_dir`; ``tracking_dir`` overrides).
     """
-    run_handle = find_handle(handle, args)
-    if run_handle is None:
-        raise ValueError(
-            f"attach(role={role!r}) found no run handle: pass handle=, set args.{ARGS_ATTR}, or "
-            f"export ${RUN_ENV} from the process that called start_run()"
-        )
+    run_handle, found_by = _find_run(handle, args, role, options, tracking_dir)
     decision = decide_writer(writer)
     if not decision.writer:
         log.debug("role %r: not the writer (%s); logging is a no-op here", role, decision.reason)
@@ -833,18 +934,60 @@ def attach(
         journal=journal,
         delivery=delivery or getattr(args, "tracking_delivery", None),
         args=args,
+        tracking_dir=_local_dir(run_handle, args, tracking_dir),
     )
+    run.save_handle()  # where none is yet (another node's directory): for show and sync there
     log.info(
-        "tracking-core: process %s attached to run %s as role %r (%s; host %s)",
+        "tracking-core: process %s attached to run %s (found from %s) as role %r (%s; host %s; tracking dir %s)",
         os.getpid(),
         run_handle.run_id,
+        found_by,
         role,
         decision.reason,
         socket.gethostname(),
+        run.tracking_dir,
     )
     if collect or config is not None:
         _log_role_config(run, manager, role, args, config, collect)
     return run
+
+
+def _find_run(
+    handle: Any, args: Any, role: str, options: Mapping[str, Any] | None, tracking_dir: Any
+) -> tuple[RunHandle, str]:
+    """The run to attach to and where it was found: a handle, else the job's identity."""
+    found = find_handle_source(handle, args)
+    if found is not None:
+        return found
+    job = job_run_id()
+    if job is None:
+        raise ValueError(
+            f"attach(role={role!r}) found no run handle: pass handle=, set args.{ARGS_ATTR}, or "
+            f"export ${RUN_ENV} from the process that called start_run(); or give every process "
+            f"of the job the same job id, from which start_run and attach derive the run id: "
+            f"{', '.join(JOB_ID_SOURCES)}"
+        )
+    return _job_handle(job[0], args, options, tracking_dir), f"{job[1]} (no run handle)"
+
+
+def _job_handle(run_id: str, args: Any, options: Mapping[str, Any] | None, tracking_dir: Any) -> RunHandle:
+    """The handle of the job's run, built where no handle was handed over: the backends chosen
+    as :func:`start_run` chooses them, their targets computed here, every backend pending (the
+    primary opens the run; each backend finds it by its run id)."""
+    manager = get_plugin_manager()
+    names, source = resolve_backend_names(args=args, explicit=None, manager=manager)
+    specs = manager.select(names, source)
+    where = _local_dir(None, args, tracking_dir)[0]
+    handle = RunHandle(
+        run_id=run_id,
+        name=run_id,
+        tracking_dir=str(where),
+        key_style=opts.key_style(args),
+        host=socket.gethostname(),
+    )
+    handle.backends = _targets(specs, _context(handle, _options_of(args, options), {}, where))
+    handle.pending = [s.name for s in specs]
+    return handle
 
 
 def _log_role_config(run: Run, manager: PluginManager, role: str, args: Any, config: Any, collect: bool) -> None:

@@ -15,6 +15,7 @@ BACKENDS = "TRACKING_CORE_BACKENDS"
 DIR = "TRACKING_CORE_DIR"
 KEY_STYLE = "TRACKING_CORE_KEY_STYLE"
 RUN = "TRACKING_CORE_RUN"
+RUN_ID = "TRACKING_CORE_RUN_ID"
 DELIVERY = "TRACKING_CORE_DELIVERY"
 EXIT_TIMEOUT = "TRACKING_CORE_EXIT_TIMEOUT"
 SEGMENT_BYTES = "TRACKING_CORE_SEGMENT_BYTES"
@@ -36,6 +37,7 @@ ALL = {
     DIR: "where local run data goes (like --tracking-dir; default ./tracking-runs)",
     KEY_STYLE: "config key style: default or slime (like --tracking-key-style)",
     RUN: "the run handle a process attaches with (set by start_run for child processes)",
+    RUN_ID: "the job's run id, the same in every process of the job: start_run uses it, attach finds the run by it without a handle",
     DELIVERY: "process (default) or thread: where the trackers' client code runs",
     EXIT_TIMEOUT: "seconds an exiting or orphaned writer spends delivering (default 30)",
     SEGMENT_BYTES: "journal segment size in bytes (default 8 MiB)",

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ..context import RunContext
-from ..handle import HANDLE_FILE, RunHandle
+from ..handle import HANDLE_FILE, RunHandle, rebase, run_folder
 from ..names import path_part
 from ..plugins import PluginManager, get_plugin_manager
 from ..registry import BackendSpec
@@ -57,6 +57,19 @@ class Refused(Exception):
     """The journal cannot be replayed without guessing where its records should go."""
 
 
+class NoTrackingData(FileNotFoundError):
+    """The path sync was pointed at holds no tracking data: no journal, and not a tracking
+    directory (one whose journals were all delivered has ``runs/``, or an empty ``journal/``)."""
+
+
+def holds_tracking_data(root: Path) -> bool:
+    """Whether ``root`` is a tracking directory (``journal/`` or ``runs/`` in it), a spill
+    location laid out like one, a run's journal folder or a journal folder."""
+    if (root / JOURNAL_DIR).is_dir() or (root / "runs").is_dir():
+        return True
+    return next(iter(find_journals(root)), None) is not None
+
+
 @dataclass
 class SyncReport:
     journals: int = 0
@@ -81,10 +94,15 @@ def sync(
     """Replay every journal under ``path`` (a tracking directory, a run's journal folder, or one
     journal folder) within ``timeout`` seconds, each backend in a process of its own
     (``isolate``; otherwise on threads of this process). ``FileNotFoundError`` when ``path``
-    does not exist."""
+    does not exist, :class:`NoTrackingData` when it holds no tracking data."""
     root = Path(path)
     if not root.exists():
         raise FileNotFoundError(f"{root} does not exist")
+    if not holds_tracking_data(root):
+        raise NoTrackingData(
+            f"{root} holds no tracking data: it is not a tracking directory (no {JOURNAL_DIR}/ or "
+            "runs/ folder in it) and no journal is under it"
+        )
     deadline = time.monotonic() + timeout
     report = SyncReport()
     manager = get_plugin_manager()
@@ -217,15 +235,23 @@ def _delivered_with(meta: dict[str, Any]) -> bool:
     return isinstance(journal, str) and (Path(journal) / META).exists()
 
 
+def _local(meta: dict[str, Any], recorded: RunHandle) -> Path:
+    """The tracking directory of the journal's writer (its own; a journal written before
+    each writer recorded it: the handle's)."""
+    return Path(str(meta.get("tracking_dir") or recorded.tracking_dir))
+
+
 def _saved_handle(meta: dict[str, Any]) -> RunHandle:
-    """The run's saved handle (it knows which backends were opened), else the journal's copy."""
+    """The run's saved handle (it knows which backends were opened) in the writer's tracking
+    directory, else in the primary's (the same one on the primary's host), else the journal's
+    copy."""
     recorded = RunHandle.from_mapping(meta["handle"])
-    saved = recorded.run_dir / HANDLE_FILE
-    if saved.exists():
-        try:
-            return RunHandle.parse(saved)
-        except ValueError:
-            pass
+    for saved in (run_folder(_local(meta, recorded), recorded.run_id) / HANDLE_FILE, recorded.run_dir / HANDLE_FILE):
+        if saved.exists():
+            try:
+                return RunHandle.parse(saved)
+            except ValueError:
+                pass
     return recorded
 
 
@@ -247,9 +273,13 @@ def _setup(folder: Path, meta: dict[str, Any], handle: RunHandle, manager: Plugi
     specs = list(manager.select(names))
     primary = bool(meta.get("primary"))
     recorded = RunHandle.from_mapping(meta["handle"])
+    local = _local(meta, recorded)
     entries, actions = {}, {}
     for spec in specs:
         entry, opened = _entry(spec, handle, recorded, folder)
+        # The targets' paths under the primary's directory are the writer's under its own.
+        for primary_dir in {recorded.tracking_dir, handle.tracking_dir}:
+            entry = rebase(entry, primary_dir, str(local))
         entries[spec.name] = entry
         actions[spec.name] = "attach" if opened or not primary else "open"
 
@@ -270,7 +300,7 @@ def _setup(folder: Path, meta: dict[str, Any], handle: RunHandle, manager: Plugi
             run_id=handle.run_id,
             name=handle.name,
             primary=primary,
-            tracking_dir=Path(handle.tracking_dir),
+            tracking_dir=local,
             role=meta.get("role"),
             label=f"sync-{meta.get('label', 'unknown')}",
             options=dict(meta.get("options") or {}),
