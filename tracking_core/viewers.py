@@ -80,7 +80,9 @@ def where_to_look(handle: RunHandle) -> list[str]:
             if entry.get("mode") == "offline":
                 lines.append(
                     f"W&B offline run {entry.get('id')}: upload it with {wandb_sync_command(entry)}"
+                    f"{_on_host(handle)}"
                 )
+                lines.append(f"  {_OTHER_NODES} {wandb_sync_command({**entry, 'dir': '$TRACKING_CORE_DIR'})}")
             else:
                 lines.append(f"W&B run {entry.get('id')} in project {entry.get('project')}")
         elif name == "jsonl":
@@ -96,6 +98,18 @@ def where_to_look(handle: RunHandle) -> list[str]:
         else:
             lines.append(f"{name}: {dict(entry)}")
     return lines
+
+
+#: Offline W&B keeps one directory per writing process on the disk of the node it ran on.
+_OTHER_NODES = (
+    "and on every other node that ran a writer of the job, in its own tracking directory "
+    "($TRACKING_CORE_DIR there, else ./tracking-runs of the writer's working directory):"
+)
+
+
+def _on_host(handle: RunHandle) -> str:
+    """`` (on <host>)`` where the handle says which host made it."""
+    return f" (on {handle.host})" if getattr(handle, "host", "") else ""
 
 
 def _swanlab_lines(entry: Mapping[str, Any]) -> list[str]:
