@@ -71,7 +71,7 @@ def add_tracking_options(
     reserved: Mapping[str, str] | None = None,
 ) -> HostParser:
     """Add ``--tracking-backends``, ``--tracking-dir``, ``--tracking-key-style``,
-    ``--tracking-delivery`` and every option
+    ``--tracking-delivery``, ``--tracking-system-metrics`` and every option
     the installed backend plugins ask for, skipping what the host already defines (or will
     define: ``reserved``, option string → dest)."""
     from .plugins import get_plugin_manager
@@ -109,6 +109,19 @@ def add_tracking_options(
             "Default: $TRACKING_CORE_DELIVERY."
         ),
     )
+    host.add_argument(
+        "--tracking-system-metrics",
+        default=None,
+        nargs="?",
+        const="1",
+        metavar="SECONDS",
+        help=(
+            "Sample each node's CPU, memory, disk, network and GPUs (one process per node) into "
+            "every tracker as system/<host>/... series: alone or 1 every "
+            f"{settings.DEFAULT_SYSTEM_INTERVAL:g} s, a number of seconds (1.0, 2.5, 30s) that "
+            f"often, 0 off. Default: ${settings.SYSTEM_METRICS}, else off."
+        ),
+    )
     get_plugin_manager().pm.hook.add_options(parser=host)
     return host
 
@@ -129,6 +142,17 @@ def tracking_dir_source(args: Any = None, explicit: str | os.PathLike[str] | Non
         if value:
             return os.fspath(value), source
     return DEFAULT_TRACKING_DIR, "the default"
+
+
+def system_metrics_interval(args: Any = None) -> float | None:
+    """Seconds between the node's system samples, or None when off: ``--tracking-system-metrics``
+    (``args.tracking_system_metrics``), else ``$TRACKING_CORE_SYSTEM_METRICS``, else off
+    (:func:`tracking_core.settings.system_interval` reads each)."""
+    option = getattr(args, "tracking_system_metrics", None)
+    seconds = settings.system_interval(None if option is None else str(option), "--tracking-system-metrics")
+    if seconds is None:
+        seconds = settings.system_interval(settings.get(settings.SYSTEM_METRICS), f"${settings.SYSTEM_METRICS}")
+    return seconds or None
 
 
 def key_style(args: Any = None, explicit: str | None = None) -> str:

@@ -812,6 +812,9 @@ def start_run(
     launch = config if config is not None else args
     if launch is not None:
         run.log_config(launch, role=None)
+    from .system_metrics import start_sampler  # the node's system metrics, if asked; never raises
+
+    start_sampler(run_handle, args=args, tracking_dir=run.tracking_dir)
     return run
 
 
@@ -915,6 +918,9 @@ def attach(
     decision = decide_writer(writer)
     if not decision.writer:
         log.debug("role %r: not the writer (%s); logging is a no-op here", role, decision.reason)
+        from .system_metrics import start_sampler  # any process may sample its node; never raises
+
+        start_sampler(run_handle, args=args, tracking_dir=tracking_dir)
         return NullRun(run_handle, role)
     manager = get_plugin_manager()
     specs = manager.select(list(run_handle.backends))
@@ -949,6 +955,9 @@ def attach(
     )
     if collect or config is not None:
         _log_role_config(run, manager, role, args, config, collect)
+    from .system_metrics import start_sampler  # the node's system metrics, if asked; never raises
+
+    start_sampler(run_handle, args=args, tracking_dir=run.tracking_dir)
     return run
 
 

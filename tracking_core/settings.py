@@ -30,6 +30,7 @@ SLIME = "TRACKING_CORE_SLIME"
 REDACT_TEXT = "TRACKING_CORE_REDACT_TEXT"
 VERL = "TRACKING_CORE_VERL"
 CONSOLE_INTERVAL = "TRACKING_CORE_CONSOLE_INTERVAL"
+SYSTEM_METRICS = "TRACKING_CORE_SYSTEM_METRICS"
 
 #: name -> what it does, for the README's table and ``tracking-core --help``.
 ALL = {
@@ -52,11 +53,15 @@ ALL = {
     VERL: "1: route verl's Tracking through tracking-core in every process (set by verl_integration.install)",
     CONSOLE_INTERVAL: "seconds between the console backend's views (like --console-interval; default 5)",
     SLIME: "1: put the slime drop-ins in place in every process (set by slime_integration.install)",
+    SYSTEM_METRICS: "1/0 or seconds: one process per node samples CPU, memory, disk, network and GPUs (like --tracking-system-metrics; default off, every 10 s when on)",
 }
 
 DEFAULT_EXIT_TIMEOUT = 30.0
 DEFAULT_SEGMENT_BYTES = 8 << 20
 DEFAULT_QUEUE_RECORDS = 10_000
+DEFAULT_SYSTEM_INTERVAL = 10.0
+#: The shortest interval between system samples taken as given.
+MIN_SYSTEM_INTERVAL = 0.1
 
 
 def get(name: str) -> str | None:
@@ -92,3 +97,32 @@ def queue_records() -> int:
 def names(name: str) -> set[str]:
     """A comma-separated variable as a set of names."""
     return {n.strip() for n in (get(name) or "").split(",") if n.strip()}
+
+
+_ON = {"1", "true", "yes", "on"}
+_OFF = {"0", "false", "no", "off"}
+
+
+def system_interval(text: str | None, source: str = SYSTEM_METRICS) -> float | None:
+    """``--tracking-system-metrics`` / ``$TRACKING_CORE_SYSTEM_METRICS`` as seconds between
+    samples: ``1``/``true``/``yes``/``on`` the default (10 s), ``0``/``false``/``no``/``off``
+    0.0 (off), any other number (``1.0``, ``2.5``, ``30s``) that many seconds, at least
+    :data:`MIN_SYSTEM_INTERVAL`. None when ``text`` is unset or empty (the next source decides);
+    anything else is off, with a warning naming ``source``."""
+    if text is None or not text.strip():
+        return None
+    word = text.strip().lower()
+    if word in _ON:
+        return DEFAULT_SYSTEM_INTERVAL
+    if word in _OFF:
+        return 0.0
+    try:
+        seconds = float(word.removesuffix("s"))
+    except ValueError:
+        seconds = float("nan")
+    if not 0.0 <= seconds < float("inf"):  # NaN, negative, infinite
+        log.warning(
+            "%s=%r is neither 1/0 nor a number of seconds; system metrics are off", source, text
+        )
+        return 0.0
+    return 0.0 if seconds == 0 else max(MIN_SYSTEM_INTERVAL, seconds)

@@ -21,6 +21,7 @@ from typing import Any
 
 import tracking_core
 from tracking_core import options as opts
+from tracking_core import settings
 
 DEFAULT_ROLES = Path(__file__).with_name("roles.yaml")
 
@@ -124,6 +125,8 @@ def run_demo(args: argparse.Namespace) -> int:
 
     out = Path(args.out or opts.tracking_dir(args)).absolute()
     args.tracking_dir = str(out)
+    if getattr(args, "tracking_system_metrics", None) is None and not settings.get(settings.SYSTEM_METRICS):
+        args.tracking_system_metrics = "1"  # the demo shows the node's series: on unless said off
     started = time.monotonic()
     plumbing = {"out", "func", "command", "verbose"}  # CLI wiring, not the job's config
     launch = argparse.Namespace(**{k: v for k, v in vars(args).items() if k not in plumbing})
@@ -173,6 +176,13 @@ def run_demo(args: argparse.Namespace) -> int:
         "  samples and rewards: the table actor/rollout/samples (context, action, reward) and "
         "the histogram actor/rollout/reward at every rollout/step, in each tracker above"
     )
+    from tracking_core.options import system_metrics_interval
+
+    interval = system_metrics_interval(args)
+    if interval is not None:
+        from tracking_core.system_metrics import host_key
+
+        print(f"  this node's CPU, memory, disk, network and GPUs: system/{host_key()}/... every {interval:g} s")
     if not failed:
         from tracking_core.config import diff_command
 

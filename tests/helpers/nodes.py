@@ -40,7 +40,7 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -262,11 +262,16 @@ class Link:
 
     Open, it passes bytes both ways as they come. :meth:`hold` stops passing them: what either
     side sends waits (unread, or read and kept) until :meth:`release`. :meth:`sever` closes every
-    connection now, dropping what was held; new connections are taken as before.
+    connection now, dropping what was held; new connections are taken as before. ``tap``, if
+    given, makes one callable per connection that is handed every chunk the client sends, in
+    order, as it is passed on (to count requests, say).
     """
 
-    def __init__(self, host: str, port: int) -> None:
+    def __init__(
+        self, host: str, port: int, tap: Callable[[], Callable[[bytes], None]] | None = None
+    ) -> None:
         self.target = (host, port)
+        self.tap = tap
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.port = int(self._listener.getsockname()[1])
         self._open = threading.Event()
@@ -321,12 +326,19 @@ class Link:
                 generation = self._generation
                 self._connections.append((client, server))
                 self.connections_made += 1
-            for src, dst in ((client, server), (server, client)):
+            sent = self.tap() if self.tap is not None else None
+            for src, dst, seen in ((client, server, sent), (server, client, None)):
                 threading.Thread(
-                    target=self._pump, args=(src, dst, generation), daemon=True
+                    target=self._pump, args=(src, dst, generation, seen), daemon=True
                 ).start()
 
-    def _pump(self, src: socket.socket, dst: socket.socket, generation: int) -> None:
+    def _pump(
+        self,
+        src: socket.socket,
+        dst: socket.socket,
+        generation: int,
+        seen: Callable[[bytes], None] | None,
+    ) -> None:
         try:
             while True:
                 self._open.wait()
@@ -338,6 +350,8 @@ class Link:
                 self._open.wait()
                 if self._generation != generation or self._closed:
                     return  # severed while held: what was read is dropped
+                if seen is not None:
+                    seen(data)
                 dst.sendall(data)
         except OSError:
             return

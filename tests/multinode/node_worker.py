@@ -29,6 +29,8 @@ from pathlib import Path
 
 warnings.filterwarnings("ignore")
 CONTROL = Path(os.environ["CONTROL_DIR"])
+#: A step's time: the job lasts a few of the system samplers' intervals (0.5 s in the tests).
+STEP_SECONDS = 0.4
 
 
 def wait_for(name: str, timeout: float = 180.0) -> None:
@@ -52,7 +54,7 @@ def log_steps(run: object, steps: range, rank: int) -> None:
             step=step,
             step_key="train/step",
         )  # type: ignore[attr-defined]
-        time.sleep(0.05)
+        time.sleep(STEP_SECONDS)
 
 
 def main() -> int:

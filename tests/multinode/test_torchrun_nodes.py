@@ -37,7 +37,7 @@ SYSTEM_SERIES = "cpu/utilization"
 
 def _job_env(control: Path, mode: str, tracking_uri: str) -> dict[str, str]:
     return {
-        "PYTHONPATH": str(ROOT),
+        "PYTHONPATH": f"{ROOT}:{ROOT / 'plugins'}",
         "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
         "OMP_NUM_THREADS": "1",
         "CONTROL_DIR": str(control),
@@ -108,10 +108,16 @@ def _writers(run: Any) -> dict[str, dict[str, Any]]:
     }
 
 
-def _poll(what: str, check: Callable[[], Any], timeout: float = 90.0) -> Any:
+def _poll(
+    what: str, check: Callable[[], Any], procs: list[NodeProcess], timeout: float = 90.0
+) -> Any:
+    """``check()``'s first true value; fails at once if a node's command failed meanwhile."""
     deadline = time.monotonic() + timeout
     last: Any = None
     while time.monotonic() < deadline:
+        for proc in procs:
+            if proc.returncode not in (None, 0):
+                raise AssertionError(f"{what}: torchrun exited {proc.returncode}\n{proc.tail()}")
         try:
             last = check()
         except AssertionError as exc:
@@ -223,7 +229,7 @@ def test_lost_node_is_named_and_its_own_sync_completes_it_once(
         node0, node1 = simulated_nodes
         run_id = _expected_run_id(job)
         half = STEPS // 2
-        _poll("the critic's first half flushed", lambda: (control / "critic-flushed").exists(), 180)
+        _poll("the critic's first half flushed", (control / "critic-flushed").exists, procs, 180)
         assert json.loads((control / "critic-flushed").read_text())["flushed"] is True
 
         def critic_registered_and_first_half_delivered() -> Any:
@@ -238,12 +244,13 @@ def test_lost_node_is_named_and_its_own_sync_completes_it_once(
         run = _poll(
             "the critic registered as a writer, its first half in MLflow",
             critic_registered_and_first_half_delivered,
+            procs,
         )
         mlflow_run_id = run.info.run_id
         # node1's route holds from here: what the critic logs next is journaled, not delivered
         link.hold()
         (control / "held").touch()
-        _poll("the critic logged the rest", lambda: (control / "critic-logged").exists(), 120)
+        _poll("the critic logged the rest", (control / "critic-logged").exists, procs, 120)
         node1.kill()
         link.sever()
         link.release()

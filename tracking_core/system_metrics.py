@@ -1,0 +1,666 @@
+"""Per-node system metrics: one sampler per node, off the training thread, into every tracker.
+
+Asked for with ``--tracking-system-metrics`` / ``$TRACKING_CORE_SYSTEM_METRICS`` (``1`` for every
+10 s, or the seconds between samples; off unless asked). :func:`start_sampler` is called at the
+end of ``start_run`` and of ``attach`` (a non-writer rank's too), so any process of the job may
+become its node's sampler. Which one is decided without a collective call: the first to take an
+exclusive ``flock`` on ``runs/<run id>/system-metrics-<host>.lock`` in its tracking directory
+samples; the lock goes with its process (or its sampler's stop). The host's name is in the lock
+file's name, so a tracking directory shared by several nodes (NFS) still gives one sampler per
+node. Every other process stands by: a thread that tries the lock once per interval and takes
+over, numbering on from the last sample, should the sampling process end first.
+
+The sampler is a daemon thread. It logs through its own writer: a run attached as role
+``system`` (``writer=True``, names as given, no collectors), so every selected tracker receives
+the series like any metric, on the step axis ``system/<host>/sample`` with the sample number as
+step::
+
+    system/<host>/cpu/utilization            % of all CPUs, over the last interval
+    system/<host>/memory/used_percent        (total - available) / total
+    system/<host>/memory/used_gib
+    system/<host>/disk/<mount>/used_percent  the file system of the tracking directory
+    system/<host>/network/sent_mib_s         all interfaces but loopback
+    system/<host>/network/recv_mib_s
+    system/<host>/gpu<i>/utilization         per GPU that NVML sees (its NVML index)
+    system/<host>/gpu<i>/memory_used_gib
+    system/<host>/gpu<i>/power_w
+    system/<host>/gpu<i>/temperature_c
+
+``<host>`` is the host name as a file name (:func:`tracking_core.names.path_part`: a dotted
+FQDN stays as it is). The node's facts -- node rank where the launcher says it
+(``GROUP_RANK``, ``NODE_RANK``, ``SLURM_NODEID``), CPUs, memory, GPUs, interval -- go into the
+system role's config under ``system/<host>/...``, not into the series names, which stay the same
+when a job is placed anew.
+
+Host series come from ``/proc`` on Linux (no dependency) and from psutil elsewhere; GPU series
+from NVML (``nvidia-ml-py``, the ``system`` extra). Without NVML or without a GPU, one info line
+says so and the host series go on alone. A part that fails (a file of ``/proc``, a GPU NVML
+loses) is left out of that sample with one warning; the others go on, and nothing reaches the
+training loop. At exit the sampler takes a last sample (when at least a second has passed),
+finishes its writer and lets the lock go.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import fcntl
+import logging
+import os
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from . import options as opts
+from . import settings
+from .files import close_quietly
+from .handle import RunHandle
+from .names import path_part
+
+__all__ = ["NODE_RANK_VARS", "ROLE", "Sampler", "host_reader", "node_rank", "sampler_for", "start_sampler", "stop_all"]
+
+log = logging.getLogger("tracking_core.system_metrics")
+
+#: The role of the sampler's writer.
+ROLE = "system"
+#: Where a node rank comes from, in order: torchrun's node rank, Lightning's and others', SLURM's.
+NODE_RANK_VARS = ("GROUP_RANK", "NODE_RANK", "SLURM_NODEID")
+GIB = float(1 << 30)
+MIB = float(1 << 20)
+#: The last sample at exit is taken when at least this long (or the interval) has passed.
+LAST_SAMPLE_AFTER = 1.0
+
+Values = dict[str, float]
+
+
+# -- the node ----------------------------------------------------------------------------------
+def host_key(host: str | None = None) -> str:
+    """The host name as it appears in series names, config keys and the lock file's name."""
+    return path_part(host or socket.gethostname(), "host name")
+
+
+def node_rank(env: Mapping[str, str] = os.environ) -> tuple[int, str] | None:
+    """The node's rank and the variable it came from, where a launcher sets one."""
+    for name in NODE_RANK_VARS:
+        value = env.get(name, "").strip()
+        if value.isdigit():
+            return int(value), name
+    return None
+
+
+def mount_of(path: Path) -> str:
+    """The mount point of the file system holding ``path`` (its nearest existing folder)."""
+    here = Path(os.path.realpath(path))
+    while not here.exists() and here != here.parent:
+        here = here.parent
+    while not os.path.ismount(here) and here != here.parent:
+        here = here.parent
+    return str(here)
+
+
+def mount_key(mount: str) -> str:
+    """A mount point as one part of a series name: ``/`` -> ``root``, ``/data/x`` -> ``data_x``."""
+    return path_part(mount.strip("/").replace("/", "_") or "root", "mount point")
+
+
+# -- reading the host ----------------------------------------------------------------------------
+class ProcReader:
+    """The host's counters from ``/proc`` (Linux): what psutil reads there too, at a fraction
+    of the cost and with no dependency."""
+
+    source = "/proc"
+
+    def cpu(self) -> tuple[float, float]:
+        """Busy and total time of all CPUs so far (clock ticks)."""
+        with open("/proc/stat", "rb") as fh:
+            fields = fh.readline().split()
+        if fields[:1] != [b"cpu"] or len(fields) < 5:
+            raise ValueError(f"/proc/stat starts with {b' '.join(fields[:3])!r}, not the cpu line")
+        ticks = [int(f) for f in fields[1:9]]  # user nice system idle iowait irq softirq steal
+        idle = ticks[3] + (ticks[4] if len(ticks) > 4 else 0)
+        total = sum(ticks)
+        return float(total - idle), float(total)
+
+    def memory(self) -> tuple[float, float]:
+        """Total and available memory in bytes."""
+        found: dict[bytes, int] = {}
+        with open("/proc/meminfo", "rb") as fh:
+            for line in fh:
+                name, _, rest = line.partition(b":")
+                if name in (b"MemTotal", b"MemAvailable"):
+                    found[name] = int(rest.split()[0]) * 1024
+                    if len(found) == 2:
+                        break
+        if len(found) < 2:
+            raise ValueError(f"/proc/meminfo lacks {', '.join(n for n in ('MemTotal', 'MemAvailable') if n.encode() not in found)}")
+        return float(found[b"MemTotal"]), float(found[b"MemAvailable"])
+
+    def network(self) -> tuple[float, float]:
+        """Bytes sent and received so far by every interface but loopback."""
+        sent = recv = 0
+        with open("/proc/net/dev", "rb") as fh:
+            lines = fh.read().splitlines()[2:]
+        for line in lines:
+            name, _, rest = line.partition(b":")
+            if name.strip() == b"lo":
+                continue
+            fields = rest.split()
+            recv += int(fields[0])
+            sent += int(fields[8])
+        return float(sent), float(recv)
+
+
+class PsutilReader:
+    """The host's counters from psutil, where there is no ``/proc``."""
+
+    source = "psutil"
+
+    def __init__(self) -> None:
+        import psutil
+
+        self._psutil = psutil
+
+    def cpu(self) -> tuple[float, float]:
+        times = self._psutil.cpu_times()
+        total = sum(times)
+        idle = times.idle + getattr(times, "iowait", 0.0)
+        return total - idle, total
+
+    def memory(self) -> tuple[float, float]:
+        memory = self._psutil.virtual_memory()
+        return float(memory.total), float(memory.available)
+
+    def network(self) -> tuple[float, float]:
+        sent = recv = 0
+        for name, counters in self._psutil.net_io_counters(pernic=True).items():
+            if name.startswith("lo") or "loopback" in name.lower():
+                continue
+            sent += counters.bytes_sent
+            recv += counters.bytes_recv
+        return float(sent), float(recv)
+
+
+HostReader = ProcReader | PsutilReader
+
+
+def host_reader(prefer: str | None = None) -> tuple[HostReader | None, str]:
+    """The reader of the host's counters (``/proc`` on Linux, else psutil; ``prefer`` names one)
+    and, when there is none, why."""
+    if prefer != "psutil" and (prefer == "/proc" or sys.platform.startswith("linux")):
+        return ProcReader(), ""
+    try:
+        return PsutilReader(), ""
+    except ImportError:
+        return None, f'host series need psutil on {sys.platform} (pip install "tracking-core[system]")'
+
+
+class HostSeries:
+    """The host's series from a reader: rates and shares over the time since the last read."""
+
+    def __init__(self, reader: HostReader, disk: Path) -> None:
+        self.reader = reader
+        self.disk = disk
+        self.mount = mount_of(disk)
+        self.disk_key = f"disk/{mount_key(self.mount)}/used_percent"
+        self._cpu = _quietly(reader.cpu)
+        self._net = _quietly(reader.network)
+        self._net_at = time.monotonic()
+
+    def parts(self) -> list[tuple[str, Callable[[], Values]]]:
+        return [("cpu", self.cpu), ("memory", self.memory), ("disk", self.disk_used), ("network", self.network)]
+
+    def cpu(self) -> Values:
+        busy, total = self.reader.cpu()
+        last, self._cpu = self._cpu, (busy, total)
+        if last is None or total <= last[1]:
+            return {}
+        return {"cpu/utilization": _percent(busy - last[0], total - last[1])}
+
+    def memory(self) -> Values:
+        total, available = self.reader.memory()
+        used = max(0.0, total - available)
+        return {"memory/used_percent": _percent(used, total), "memory/used_gib": used / GIB}
+
+    def disk_used(self) -> Values:
+        stat = os.statvfs(self.disk)  # the folder itself: a tracking directory gone is a failure
+        used = (stat.f_blocks - stat.f_bfree) * stat.f_frsize
+        room = used + stat.f_bavail * stat.f_frsize  # what a user may fill, as df counts it
+        return {self.disk_key: _percent(used, room)}
+
+    def network(self) -> Values:
+        now = time.monotonic()
+        sent, recv = self.reader.network()
+        last, last_at = self._net, self._net_at
+        self._net, self._net_at = (sent, recv), now
+        if last is None or now <= last_at:
+            return {}
+        seconds = now - last_at
+        return {
+            "network/sent_mib_s": max(0.0, sent - last[0]) / MIB / seconds,
+            "network/recv_mib_s": max(0.0, recv - last[1]) / MIB / seconds,
+        }
+
+    def facts(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"host_source": self.reader.source, "cpus": os.cpu_count() or 0, "disk": self.mount}
+        memory = _quietly(self.reader.memory)
+        if memory is not None:
+            out["memory_gib"] = round(memory[0] / GIB, 2)
+        return out
+
+
+# -- reading the GPUs ----------------------------------------------------------------------------
+class Gpus:
+    """Every GPU NVML sees on the node, by its NVML index. A value a GPU does not support
+    (power on some boards, utilisation of a MIG-partitioned one) is left out from then on."""
+
+    def __init__(self, nvml: Any, handles: list[Any]) -> None:
+        self.nvml = nvml
+        self.handles = handles
+        self.unsupported: set[tuple[int, str]] = set()
+        self.reads: dict[str, Callable[[Any], float]] = {
+            "utilization": lambda h: float(nvml.nvmlDeviceGetUtilizationRates(h).gpu),
+            "memory_used_gib": lambda h: nvml.nvmlDeviceGetMemoryInfo(h).used / GIB,
+            "power_w": lambda h: nvml.nvmlDeviceGetPowerUsage(h) / 1000.0,
+            "temperature_c": lambda h: float(nvml.nvmlDeviceGetTemperature(h, nvml.NVML_TEMPERATURE_GPU)),
+        }
+
+    @classmethod
+    def open(cls) -> tuple[Gpus | None, str]:
+        """The node's GPUs, or None and why not (no binding, no driver, no GPU)."""
+        try:
+            import pynvml
+        except ImportError:
+            return None, 'no NVML binding (pip install "tracking-core[system]" for nvidia-ml-py)'
+        try:
+            pynvml.nvmlInit()
+        except Exception as exc:  # noqa: BLE001 - NVMLError_LibraryNotFound, DriverNotLoaded, ...
+            return None, f"NVML is not usable here ({exc})"
+        try:
+            count = pynvml.nvmlDeviceGetCount()
+            handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(count)]
+        except Exception as exc:  # noqa: BLE001
+            _nvml_shutdown(pynvml)
+            return None, f"NVML cannot list the GPUs ({exc})"
+        if not handles:
+            _nvml_shutdown(pynvml)
+            return None, "NVML finds no GPU"
+        return cls(pynvml, handles), ""
+
+    def read(self, failed: Callable[[str, BaseException], None]) -> Values:
+        out: Values = {}
+        for index, handle in enumerate(self.handles):
+            for name, read in self.reads.items():
+                if (index, name) in self.unsupported:
+                    continue
+                try:
+                    out[f"gpu{index}/{name}"] = read(handle)
+                except self.nvml.NVMLError_NotSupported:
+                    self.unsupported.add((index, name))
+                    log.info("system metrics: GPU %d does not report %s; that series is left out", index, name)
+                except Exception as exc:  # noqa: BLE001 - a GPU NVML lost: the others go on
+                    failed(f"gpu{index}", exc)
+        return out
+
+    def facts(self) -> dict[str, Any]:
+        names = []
+        for handle in self.handles:
+            try:
+                name = self.nvml.nvmlDeviceGetName(handle)
+            except Exception:  # noqa: BLE001 - a name is a nicety
+                name = "?"
+            names.append(name.decode() if isinstance(name, bytes) else str(name))
+        return {"gpus": len(self.handles), "gpu_names": ", ".join(names)}
+
+    def close(self) -> None:
+        _nvml_shutdown(self.nvml)
+
+
+def _nvml_shutdown(nvml: Any) -> None:
+    with contextlib.suppress(Exception):
+        nvml.nvmlShutdown()
+
+
+# -- the sampler ---------------------------------------------------------------------------------
+class Sampler:
+    """This process's part in its node's system metrics for one run: sampling (it holds the
+    node's lock) or standing by to take over. Never raises into its caller."""
+
+    def __init__(self, handle: RunHandle, interval: float, lock: Path, args: Any, tracking_dir: Any) -> None:
+        self.handle = handle
+        self.interval = interval
+        self.lock = lock
+        self.host = host_key()
+        self.prefix = f"{ROLE}/{self.host}/"
+        self.axis = f"{self.prefix}sample"
+        self.samples = 0  # taken by this process
+        self.step = 0  # the next sample's number on the node
+        self.cpu_seconds = 0.0  # this thread's CPU time in samples (reading and logging)
+        self.start_cpu_seconds = 0.0  # ... in becoming the sampler (its writer, the node's facts)
+        self.run: Any = None
+        self._args = args
+        self._tracking_dir = tracking_dir
+        self._fd: int | None = None
+        self._stop = threading.Event()
+        self._stopped = threading.Event()
+        self._warned: set[str] = set()
+        self._host: HostSeries | None = None
+        self._gpus: Gpus | None = None
+        self._last = 0.0
+        self._thread = threading.Thread(target=self._main, name=f"tracking-core-system-{handle.run_id}", daemon=True)
+
+    @property
+    def sampling(self) -> bool:
+        """Whether this process holds the node's lock (it samples)."""
+        return self._fd is not None
+
+    def start(self, claimed: int | None) -> None:
+        self._fd = claimed
+        self._thread.start()
+
+    def stop(self, timeout: float | None = None) -> None:
+        """Stop: a last sample, the writer finished, the lock let go. Waits up to ``timeout``
+        (default: the exit timeout and a little)."""
+        self._stop.set()
+        with _registry:
+            if _samplers.get(self.handle.run_id) is self:
+                del _samplers[self.handle.run_id]
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(settings.exit_timeout() + 5.0 if timeout is None else timeout)
+
+    # -- the thread ----------------------------------------------------------------------------
+    def _main(self) -> None:
+        try:
+            self._loop()
+        except BaseException as exc:  # noqa: BLE001 - a daemon thread: nothing may escape it
+            self._warn("sampler", "system metrics stopped on %s (%s: %s); training goes on", self.host, type(exc).__name__, exc)
+        finally:
+            self._end()
+
+    def _loop(self) -> None:
+        while self._fd is None:  # standing by
+            if self._stop.wait(self.interval):
+                return
+            self._fd = _claim(self.lock)
+            if self._fd is not None:
+                log.info("tracking-core: this process (pid %d) takes over %s's system metrics", os.getpid(), self.host)
+        if not self._begin():
+            return
+        due = time.monotonic() + self.interval
+        while not self._stop.wait(max(0.0, due - time.monotonic())):
+            self._sample()
+            due += self.interval
+            due = max(due, time.monotonic())  # after a stall (suspended process): no burst
+        if time.monotonic() - self._last >= min(LAST_SAMPLE_AFTER, self.interval):
+            self._sample()
+
+    def _begin(self) -> bool:
+        """Become the node's sampler: readers, writer, the node's facts in its config."""
+        begun = time.thread_time()
+        self.step = _read_step(self._fd)
+        reader, why_not = host_reader()
+        if reader is not None:
+            self._host = HostSeries(reader, self.lock.parent)
+        self._gpus, no_gpu = Gpus.open()
+        if self._host is None and self._gpus is None:
+            log.info("tracking-core: no system metrics on %s: %s, and %s", self.host, why_not, no_gpu)
+            return False
+        from .runs import DEFAULT_FLUSH_INTERVAL, attach
+
+        # The writer's pump and delivery wake once per sample (each sample is flushed at once),
+        # not every half second: at 10 s an idle writer's polling would cost more than sampling.
+        self.run = attach(
+            self.handle,
+            role=ROLE,
+            args=self._args,
+            writer=True,
+            collect=False,
+            metric_prefix="",
+            flush_interval=max(DEFAULT_FLUSH_INTERVAL, self.interval),
+            **self._where(),
+        )
+        self._last = time.monotonic()
+        facts = self._facts()
+        self.run.log_config({f"{self.host}/{k}": v for k, v in facts.items()}, role=ROLE, namespace=f"{ROLE}-{self.host}")
+        log.info(
+            "tracking-core: %s's system metrics every %g s as %s... (sample %d on; %s)%s",
+            self.host,
+            self.interval,
+            self.prefix,
+            self.step,
+            f"node rank {facts['node_rank']} from ${facts['node_rank_from']}" if "node_rank" in facts else "no node rank known",
+            "" if self._gpus is not None else f"; host series only: {no_gpu}",
+        )
+        if self._host is None:
+            log.info("tracking-core: %s: GPU series only: %s", self.host, why_not)
+        self.start_cpu_seconds = time.thread_time() - begun
+        return True
+
+    def _where(self) -> dict[str, Any]:
+        """The writer's tracking directory: the one its caller gave, where attach takes one."""
+        import inspect
+
+        from .runs import attach
+
+        if self._tracking_dir is not None and "tracking_dir" in inspect.signature(attach).parameters:
+            return {"tracking_dir": self._tracking_dir}
+        return {}
+
+    def _facts(self) -> dict[str, Any]:
+        facts: dict[str, Any] = {"host": socket.gethostname(), "interval_s": self.interval}
+        rank = node_rank()
+        if rank is not None:
+            facts["node_rank"], facts["node_rank_from"] = rank
+        if self._host is not None:
+            facts.update(self._host.facts())
+        if self._gpus is not None:
+            facts.update(self._gpus.facts())
+        else:
+            facts["gpus"] = 0
+        return facts
+
+    def _sample(self) -> None:
+        began = time.thread_time()
+        values: Values = {}
+        for what, part in self._host.parts() if self._host is not None else ():
+            try:
+                values.update(part())
+            except Exception as exc:  # noqa: BLE001 - one part's failure leaves the others
+                self._failed(what, exc)
+        if self._gpus is not None:
+            values.update(self._gpus.read(self._failed))
+        if values and self._writable():
+            self.run.log_metrics({self.prefix + k: v for k, v in values.items()}, step=self.step, step_key=self.axis)
+            self.run.flush(timeout=0)  # journaled now and its delivery woken; nothing waited for
+        self.step += 1
+        self.samples += 1
+        self._last = time.monotonic()
+        _write_step(self._fd, self.step)
+        self.cpu_seconds += time.thread_time() - began
+
+    def _writable(self) -> bool:
+        """The writer is open: not finished by someone else (a SIGTERM handler, exit hooks)."""
+        run = self.run
+        return run is not None and run.finished is None and getattr(run, "_state", None) is None
+
+    def _end(self) -> None:
+        try:
+            if self.run is not None and self._writable():
+                self.run.finish(timeout=settings.exit_timeout())
+        except Exception as exc:  # noqa: BLE001
+            self._warn("finish", "system metrics of %s: finishing its writer failed (%s)", self.host, exc)
+        finally:
+            if self._gpus is not None:
+                self._gpus.close()
+            if self._fd is not None:
+                close_quietly(self._fd)  # the lock goes: a process standing by may take over
+                self._fd = None
+            self._stopped.set()
+
+    def _failed(self, what: str, exc: BaseException) -> None:
+        self._warn(
+            f"part-{what}",
+            "system metrics of %s: reading %s failed (%s: %s); left out of this sample and tried "
+            "again at the next (said once)",
+            self.host,
+            what,
+            type(exc).__name__,
+            exc,
+        )
+
+    def _warn(self, kind: str, msg: str, *args: Any) -> None:
+        if kind not in self._warned:
+            self._warned.add(kind)
+            log.warning(msg, *args)
+
+    def forked(self) -> None:
+        """In a child right after fork: the lock stays the parent's (the child closes its copy
+        of the descriptor), and the child has no sampler thread."""
+        if self._fd is not None:
+            close_quietly(self._fd)
+            self._fd = None
+        self._stop.set()
+
+
+# -- the lock ------------------------------------------------------------------------------------
+def lock_path(local_dir: str | os.PathLike[str], run_id: str, host: str | None = None) -> Path:
+    """The node's lock for the run's system metrics, in the process's own tracking directory."""
+    return Path(local_dir) / "runs" / path_part(run_id, "run id") / f"system-metrics-{host_key(host)}.lock"
+
+
+def _claim(path: Path) -> int | None:
+    """An open descriptor holding ``path``'s exclusive lock, or None when another process has it."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        close_quietly(fd)
+        return None
+    return fd
+
+
+def _read_step(fd: int | None) -> int:
+    """The node's next sample number: where the last sampler of the run left off."""
+    if fd is None:
+        return 0
+    try:
+        text = os.pread(fd, 64, 0).split(b"\n", 1)[0]
+        return int(text) if text.strip() else 0
+    except (OSError, ValueError):
+        return 0
+
+
+def _write_step(fd: int | None, step: int) -> None:
+    if fd is None:
+        return
+    with contextlib.suppress(OSError):
+        data = f"{step}\n{os.getpid()}\n".encode()
+        os.pwrite(fd, data, 0)
+        os.ftruncate(fd, len(data))
+
+
+# -- this process's samplers -----------------------------------------------------------------
+_samplers: dict[str, Sampler] = {}
+_registry = threading.Lock()
+_hooked = False
+
+
+def start_sampler(handle: RunHandle, *, args: Any = None, tracking_dir: Any = None) -> Sampler | None:
+    """This process's part in the node's system metrics for ``handle``'s run, when they are
+    asked for (``--tracking-system-metrics`` on ``args``, else ``$TRACKING_CORE_SYSTEM_METRICS``);
+    None when they are not, or cannot be (said once). The caller's thread opens a file and starts
+    a thread, nothing more: the sampler's writer opens on the sampler's thread. Called by
+    ``start_run`` and ``attach``; a second call for the same run in one process returns the
+    first's sampler. Never raises."""
+    try:
+        interval = opts.system_metrics_interval(args)
+        if interval is None:
+            return None
+        return _start(handle, interval, args, tracking_dir)
+    except Exception as exc:  # noqa: BLE001 - never raise into the host
+        log.warning("tracking-core: no system metrics (%s: %s); training goes on", type(exc).__name__, exc)
+        return None
+
+
+def _start(handle: RunHandle, interval: float, args: Any, tracking_dir: Any) -> Sampler | None:
+    with _registry:
+        known = _samplers.get(handle.run_id)
+        if known is not None:
+            return known
+        path = lock_path(_local_dir(handle, args, tracking_dir), handle.run_id)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            claimed = _claim(path)
+        except OSError as exc:
+            log.warning(
+                "tracking-core: no system metrics from this process: cannot lock %s (%s); point "
+                "$%s or --tracking-dir at a writable directory",
+                path,
+                exc.strerror or exc,
+                settings.DIR,
+            )
+            return None
+        sampler = Sampler(handle, interval, path, args, tracking_dir)
+        _samplers[handle.run_id] = sampler
+        _hook()
+    sampler.start(claimed)
+    return sampler
+
+
+def _local_dir(handle: RunHandle, args: Any, explicit: Any) -> Path:
+    """This process's own tracking directory for the run."""
+    from . import runs
+
+    local = getattr(runs, "local_tracking_dir", None)
+    if local is not None:
+        return Path(local(handle, args=args, explicit=explicit))
+    return Path(explicit or handle.tracking_dir)
+
+
+def sampler_for(run_id: str) -> Sampler | None:
+    """This process's sampler (sampling or standing by) for the run, if it has one."""
+    return _samplers.get(run_id)
+
+
+def stop_all(timeout: float | None = None) -> None:
+    """Stop this process's samplers (at exit: before the exit hooks finish the runs)."""
+    for sampler in list(_samplers.values()):
+        sampler.stop(timeout)
+
+
+def _after_fork() -> None:
+    for sampler in _samplers.values():
+        sampler.forked()
+    _samplers.clear()
+
+
+def _hook() -> None:
+    """Stop the samplers when the interpreter exits, before ``atexit`` hooks run (threading's
+    own exit hooks come first), so that a sampler never logs into a run the exit hooks finished."""
+    global _hooked
+    if _hooked:
+        return
+    _hooked = True
+    register = getattr(threading, "_register_atexit", None)
+    try:
+        if register is None:
+            raise RuntimeError("no threading._register_atexit")
+        register(stop_all)
+    except RuntimeError:
+        atexit.register(stop_all)
+    os.register_at_fork(after_in_child=_after_fork)
+
+
+# -- small helpers -------------------------------------------------------------------------------
+def _percent(part: float, whole: float) -> float:
+    return 0.0 if whole <= 0 else min(100.0, max(0.0, 100.0 * part / whole))
+
+
+def _quietly(read: Callable[[], Any]) -> Any:
+    try:
+        return read()
+    except Exception:  # noqa: BLE001 - a first reading: the sample says it if it fails again
+        return None
