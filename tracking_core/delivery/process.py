@@ -129,9 +129,12 @@ class Training:
             return os.getppid() != self._parent
         if self._poll is not None:
             try:
-                return bool(self._poll.poll(0))  # a pidfd is readable once its process ended
+                events = self._poll.poll(0)
             except OSError:
-                self._poll = None
+                events = [(-1, select.POLLNVAL)]
+            if not any(mask & (select.POLLERR | select.POLLNVAL) for _, mask in events):
+                return bool(events)  # a pidfd is readable once its process ended
+            self._poll = None  # not a usable pidfd: the pid then
         try:
             os.kill(self._pid, 0)
         except ProcessLookupError:
