@@ -7,7 +7,10 @@ Two kinds of plugins implement it:
   factory builds an instance that is registered as a plugin for the life of the run and receives
   :func:`open_run` or :func:`attach_run`, then :func:`log_config`, :func:`log_metrics` (and the
   rich kinds :func:`log_table`, :func:`log_histogram`, :func:`log_text`, :func:`log_artifact`)
-  and finally :func:`close_run`. Each backend instance is called through pluggy, alone, from its own worker
+  and finally :func:`close_run`; a backend that every node of the job reaches (a tracking server)
+  may also keep the job's **writer registry**, :func:`publish_writer` and :func:`read_writers`,
+  through which a finishing primary learns what the writers on other nodes still owe. Each
+  backend instance is called through pluggy, alone, from its own worker
   thread, one call at a time: a backend never needs locks of its own and never sees another
   backend's calls.
 
@@ -55,6 +58,8 @@ HOOK_NAMES = (
     "log_text",
     "log_artifact",
     "close_run",
+    "publish_writer",
+    "read_writers",
 )
 
 
@@ -195,3 +200,32 @@ def close_run(status: RunStatus, run: RunContext) -> None:
     """Flush and close. A primary ends the run with ``status``; a secondary only flushes
     and detaches, leaving the run open for the others."""
 
+
+
+@hookspec
+def publish_writer(state: Mapping[str, Any], run: RunContext) -> None:
+    """Record one writer's state where every node of the job can read it (optional).
+
+    ``state`` is plain JSON: ``label`` (the writer's key in the registry, unique per writing
+    process), ``role``, ``rank``, ``host``, ``pid``, ``state`` (``writing``, ``complete`` or
+    ``incomplete``), ``journaled`` and ``delivered`` (values this backend was given / took from
+    that writer so far; ``rejected`` the ones it refused), ``at`` (epoch seconds of the
+    publication), ``beat`` (seconds between its publications while it writes; 0: none),
+    ``tracking_dir`` (the writer's own, on its host) and ``sync`` (the command that delivers its
+    leftovers there). A writer publishes ``writing`` when it has opened or attached the run, then
+    as a heartbeat and when it has caught up, and ``complete`` or ``incomplete`` when it closes;
+    ``tracking-core sync`` publishes ``complete`` for the writer of a journal it completes.
+    Replace the writer's previous state. A primary's closing state may also hold ``incomplete``
+    (label -> what that writer owes and the command that delivers it) and ``intended_status``:
+    the primary closed the run FAILED instead of ``intended_status`` because those writers owe
+    data; record that on the run, and once every writer named there is ``complete``, set the run
+    to ``intended_status`` and remove the record. Raising only costs this publication.
+    """
+
+
+@hookspec(firstresult=True)
+def read_writers(run: RunContext) -> Mapping[str, Mapping[str, Any]] | None:
+    """Every writer state the job's run holds, label -> state as :func:`publish_writer` got it
+    (optional; None: this backend keeps no registry). A finishing primary asks it to wait for
+    the writers on other nodes and to name, in its summary and on the run, each that still owes
+    data."""

@@ -30,6 +30,7 @@ SLIME = "TRACKING_CORE_SLIME"
 REDACT_TEXT = "TRACKING_CORE_REDACT_TEXT"
 VERL = "TRACKING_CORE_VERL"
 CONSOLE_INTERVAL = "TRACKING_CORE_CONSOLE_INTERVAL"
+WRITER_HEARTBEAT = "TRACKING_CORE_WRITER_HEARTBEAT"
 SYSTEM_METRICS = "TRACKING_CORE_SYSTEM_METRICS"
 
 #: name -> what it does, for the README's table and ``tracking-core --help``.
@@ -52,6 +53,7 @@ ALL = {
     REDACT_TEXT: "0: do not redact secret-shaped strings in table cells and texts (default 1)",
     VERL: "1: route verl's Tracking through tracking-core in every process (set by verl_integration.install)",
     CONSOLE_INTERVAL: "seconds between the console backend's views (like --console-interval; default 5)",
+    WRITER_HEARTBEAT: "seconds between a writer's published states while it writes (default 5; 0: none between its start and end)",
     SLIME: "1: put the slime drop-ins in place in every process (set by slime_integration.install)",
     SYSTEM_METRICS: "1/0 or seconds: one process per node samples CPU, memory, disk, network and GPUs (like --tracking-system-metrics; default off, every 10 s when on)",
 }
@@ -59,6 +61,7 @@ ALL = {
 DEFAULT_EXIT_TIMEOUT = 30.0
 DEFAULT_SEGMENT_BYTES = 8 << 20
 DEFAULT_QUEUE_RECORDS = 10_000
+DEFAULT_WRITER_HEARTBEAT = 5.0
 DEFAULT_SYSTEM_INTERVAL = 10.0
 #: The shortest interval between system samples taken as given.
 MIN_SYSTEM_INTERVAL = 0.1
@@ -92,6 +95,11 @@ def segment_bytes() -> int:
 
 def queue_records() -> int:
     return int(_number(QUEUE_RECORDS, DEFAULT_QUEUE_RECORDS, 64))
+
+
+def writer_heartbeat() -> float:
+    """Seconds between a writer's heartbeats in the job's writer registry (0: none)."""
+    return _number(WRITER_HEARTBEAT, DEFAULT_WRITER_HEARTBEAT, 0.0)
 
 
 def names(name: str) -> set[str]:

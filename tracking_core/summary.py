@@ -72,6 +72,11 @@ class FinishSummary:
     #: other writers' journals a primary replayed at its finish and could not complete: journal
     #: folder -> what is missing where (they stay for ``tracking-core sync``)
     peers: dict[str, str] = field(default_factory=dict)
+    #: writers of the job on other nodes that still owed data when this primary closed the run
+    #: (label -> role, rank, host, state, journaled, delivered, owed, last_heard seconds, the
+    #: ``sync`` command to run on that host, and the backends whose registry said so): the run
+    #: is closed FAILED in those backends until that command completes them
+    writers: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @classmethod
     def from_report(cls, status: RunStatus, counts: _Counts, report: Mapping[str, Any], names: Sequence[str]) -> FinishSummary:
@@ -94,7 +99,10 @@ class FinishSummary:
             restarts=int(report.get("restarts") or 0),
             abandoned=counts.abandoned,
             outstanding=outstanding,
+            writers={str(k): dict(v) for k, v in dict(report.get("writers") or {}).items()},
         )
+        if summary.writers:
+            summary.drained = False
         for name in names:
             info = dict((report.get("backends") or {}).get(name) or {})
             delivered = int(info.get("delivered", 0))
@@ -167,4 +175,17 @@ class FinishSummary:
             text += f"; what is missing is kept in {self.journal}: run `tracking-core sync`"
         for journal, what in self.peers.items():
             text += f"; another writer's records NOT delivered ({what}): kept in {journal}: run `tracking-core sync`"
+        if self.writers:
+            from .delivery.writers import owing_text
+
+            where = ", ".join(sorted({b for info in self.writers.values() for b in info.get("backends") or []}))
+            marked = (
+                f"the run is marked FAILED in {where} (meant FINISHED) until"
+                if self.status is RunStatus.FINISHED
+                else f"the run in {where} names them until"
+            )
+            text += (
+                f"; {len(self.writers)} other writer(s) of the job still owe data and {marked} the "
+                "command given runs on their host: " + "; ".join(owing_text(info) for info in self.writers.values())
+            )
         return text

@@ -58,8 +58,16 @@ RUN_ID_TAG = "tracking_core.run_id"
 CHANGED_TAG = "config_changed/"
 #: Prefix of the tags that map a shaped metric key back to the key that was logged.
 METRIC_KEY_TAG = "tracking_core.metric_key/"
+#: Prefix of the writer registry's tags: ``tracking_core.writer.<label>`` = the writer's state.
+WRITER_TAG = "tracking_core.writer."
+#: Who still owes data (set by a primary that closed the run FAILED because of them) and the
+#: status it meant: restored, and the first removed, once every writer named is complete.
+INCOMPLETE_TAG = "tracking_core.incomplete"
+INTENDED_TAG = "tracking_core.intended_status"
 MAX_METRICS_PER_REQUEST = 1000
 MAX_TAG_VALUE = 8000
+#: What MLflow servers before 2.x take in a tag value: the registry's tags stay within it.
+MAX_REGISTRY_TAG = 5000
 #: Extra tries for a SQLite store that stayed locked past MLflow's own 20 s busy timeout.
 LOCKED_RETRIES = 2
 
@@ -101,6 +109,8 @@ class MlflowBackend:
         self._tagged_keys: set[str] = set()
         self._last_axis_step: dict[str, int] = {}
         self.media = MlflowMedia(self)
+        #: the primary's writer state as the run showed it when this process joined
+        self._primary_state: dict[str, Any] | None = None
 
     # -- connecting ----------------------------------------------------------------------------
     def _connect(self, uri: str) -> MlflowClient:
@@ -305,6 +315,7 @@ class MlflowBackend:
         found = self._call(client.get_run, str(run_id))
         self.run_id = found.info.run_id
         self.media.seed(self.run_id, found.data.tags)
+        self._primary_state = _primary_writer(found.data.tags)
         self.experiment_id = found.info.experiment_id
         self.experiment_name = attach.get("experiment")
         if run.primary:
@@ -334,6 +345,7 @@ class MlflowBackend:
             )
         self.run_id = found.info.run_id
         self.media.seed(self.run_id, found.data.tags)
+        self._primary_state = _primary_writer(found.data.tags)
         self._tag_writer(client, run)
         return self._handle_entry()
 
@@ -495,6 +507,63 @@ class MlflowBackend:
     def log_artifact(self, artifact: ArtifactRecord) -> None:
         self.media.log_artifact(artifact)
 
+    # -- the writer registry -------------------------------------------------------------------
+    @hookimpl
+    def publish_writer(self, state: Mapping[str, Any]) -> None:
+        """The writer's state as the run tag ``tracking_core.writer.<label>`` (compact JSON). A
+        primary's closing state that names writers still owing data (``incomplete``) also sets
+        ``tracking_core.incomplete`` (one line per writer: who, what, the command) and
+        ``tracking_core.intended_status``; a complete writer may be the last of those, and the
+        run then gets its intended status back."""
+        client, run_id = self._need_run()
+        named = dict(state.get("incomplete") or {})
+        tags = [RunTag(mlflow_tag_key(WRITER_TAG + str(state["label"])), _registry_json(state, list(named)))]
+        if named:
+            text = "\n".join(str(what) for what in named.values())
+            tags.append(RunTag(INCOMPLETE_TAG, _clip(text, MAX_REGISTRY_TAG)))
+            tags.append(RunTag(INTENDED_TAG, str(state.get("intended_status") or "FINISHED")))
+        self._call(client.log_batch, run_id, tags=tags)
+        if state.get("state") == "complete" and (named or self._may_be_named(state)):
+            self._restore_status(client, run_id)
+
+    def _may_be_named(self, state: Mapping[str, Any]) -> bool:
+        """Whether a primary may have named this writer as owing data: not when it is the
+        primary, nor when the primary (as the run showed it when this process joined) writes on
+        the same host into the same tracking directory: a primary leaves those writers to its
+        own finish, which waits for them or replays their journals. A single-node job's writers
+        thus close with one request."""
+        if self.context.primary:
+            return False
+        primary = self._primary_state
+        if not primary or primary.get("host") != state.get("host"):
+            return True
+        return _same_path(primary.get("tracking_dir"), state.get("tracking_dir")) is not True
+
+    @hookimpl
+    def read_writers(self) -> dict[str, dict[str, Any]]:
+        """Every writer state on the run, label -> state."""
+        client, run_id = self._need_run()
+        return _writers(self._call(client.get_run, run_id).data.tags)
+
+    def _restore_status(self, client: MlflowClient, run_id: str) -> None:
+        """The run was closed FAILED while writers owed data: once every one of them is
+        complete, set the status the primary meant and remove ``tracking_core.incomplete``."""
+        tags = self._call(client.get_run, run_id).data.tags
+        if INCOMPLETE_TAG not in tags:
+            return
+        writers = _writers(tags)
+        named = {label for state in writers.values() for label in state.get("incomplete") or []}
+        if any(writers.get(label, {}).get("state") != "complete" for label in named):
+            return
+        intended = tags.get(INTENDED_TAG) or "FINISHED"
+        self._call(client.set_terminated, run_id, status=intended if intended in _TERMINAL else "FINISHED")
+        try:
+            self._call(client.delete_tag, run_id, INCOMPLETE_TAG)
+        except MlflowException as exc:
+            if _error_code(exc) != "RESOURCE_DOES_NOT_EXIST":  # another writer did it first
+                raise
+        log.info("MLflow: every writer of run %s is complete now: status %s", run_id, intended)
+
     # -- the end -------------------------------------------------------------------------------
     @hookimpl
     def close_run(self, status: RunStatus, run: RunContext) -> None:
@@ -504,6 +573,49 @@ class MlflowBackend:
             return
         client, run_id = self._need_run()
         self._call(client.set_terminated, run_id, status=RunStatus(status).value)
+
+
+def _registry_json(state: Mapping[str, Any], named: list[str]) -> str:
+    """A writer's state as a compact tag value within :data:`MAX_REGISTRY_TAG`: the writers a
+    primary names as owing by label only (their lines are in ``tracking_core.incomplete``); a
+    long path is dropped first (the ``sync`` command holds it), then clipped."""
+    data = {k: v for k, v in state.items() if k not in ("incomplete", "intended_status")}
+    if named:
+        data["incomplete"] = named
+    text = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+    if len(text) > MAX_REGISTRY_TAG:
+        data.pop("tracking_dir", None)
+        data["sync"] = _clip(str(data.get("sync", "")), 1000)
+        text = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+    return text if len(text) <= MAX_REGISTRY_TAG else _clip(text, MAX_REGISTRY_TAG)
+
+
+def _primary_writer(tags: Mapping[str, str]) -> dict[str, Any] | None:
+    """The newest state a primary published on the run (None: none yet)."""
+    primaries = [state for state in _writers(tags).values() if state.get("role") is None]
+    return max(primaries, key=lambda state: float(state.get("at") or 0), default=None)
+
+
+def _same_path(a: Any, b: Any) -> bool | None:
+    """Whether two paths name the same directory (None: one is missing)."""
+    if not isinstance(a, str) or not isinstance(b, str) or not a or not b:
+        return None
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
+def _writers(tags: Mapping[str, str]) -> dict[str, dict[str, Any]]:
+    """The writer registry in a run's tags, label -> state (unreadable values left out)."""
+    out: dict[str, dict[str, Any]] = {}
+    for key, value in tags.items():
+        if not key.startswith(WRITER_TAG):
+            continue
+        try:
+            state = json.loads(value)
+        except ValueError:
+            continue
+        if isinstance(state, dict):
+            out[str(state.get("label") or key.removeprefix(WRITER_TAG))] = state
+    return out
 
 
 def _check_not_deleted(experiment: Any) -> None:

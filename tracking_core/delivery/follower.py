@@ -55,6 +55,8 @@ log = logging.getLogger("tracking_core.delivery")
 
 #: How often acknowledgements are saved and finished segments deleted.
 HOUSEKEEPING = 1.0
+#: Of a finish's time, what a primary waiting for the job's other writers keeps for its close.
+CLOSE_RESERVE = 2.0
 
 
 class FollowerBusy(RuntimeError):
@@ -166,6 +168,7 @@ class Follower:
         owner: bool = True,
         acks: Acks | None = None,
         on_call: Callable[[str, str | None], None] | None = None,
+        writer: Mapping[str, Any] | None = None,
     ) -> None:
         self.folder = folder
         self.spill = spill_of(folder)
@@ -190,8 +193,10 @@ class Follower:
                 poll=poll,
                 on_opened=on_opened,
                 handle_file=handle_file if spec.name in pending else None,
+                writer=writer,
             )
         self.end_n: int | None = None
+        self._replaying = False  # the writer is gone: nobody waits on this follower's finish
         self.finished: dict[str, Any] | None = None
         self._first_n: dict[str, int] = {}  # a segment's path -> its first record
         self._stop = threading.Event()
@@ -255,6 +260,7 @@ class Follower:
             if self.owner and not (self.folder / META).exists():
                 self._restore()
             end = end_of(self.folder, status)
+            self._replaying = True
         for worker in self.workers.values():
             worker.final = True
             worker.wake()
@@ -271,6 +277,13 @@ class Follower:
 
     def _finish(self, end_n: int, timeout: float | None) -> dict[str, Any]:
         self.end_n = end_n
+        # A primary's worker may wait for the job's other writers before it closes the run
+        # (see .writers): for most of the time left, keeping some for the close itself; not at
+        # all in a replay (its writer is gone, and a sync must not wait on other nodes).
+        now = time.monotonic()
+        left = 0.0 if self._replaying or timeout is None else timeout
+        for worker in self.workers.values():
+            worker.closing(now + max(0.0, left - min(CLOSE_RESERVE, left / 4)))
         self.drain(end_n, timeout, wait_for_open=False)
         self._stop.set()
         self.acks.save()
@@ -375,8 +388,13 @@ class Follower:
             if name in missing:
                 missing[name] += f" ({why})"
         bad = max((w.stream.bad.count for w in self.workers.values()), default=0)
+        owing: dict[str, dict[str, Any]] = {}
+        for worker in self.workers.values():  # each registry's verdict; the first names a writer
+            for label, entry in worker.owing.items():
+                owing.setdefault(label, {**entry, "backends": []})["backends"].append(worker.name)
         return {
             "backends": backends,
+            "writers": owing,
             "outstanding": missing,
             "end_n": self.end_n,
             "bad_lines": bad,

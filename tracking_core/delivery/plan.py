@@ -60,13 +60,17 @@ def context_from_dict(data: Mapping[str, Any]) -> RunContext:
 @dataclass
 class BackendPlan:
     """``pending``: the primary had not opened the run in this backend when the plan was made;
-    an attaching worker then looks for the open result in the saved run handle first."""
+    an attaching worker then looks for the open result in the saved run handle first.
+    ``writer``: the journal's writer as the job's writer registry knows it (see
+    :mod:`.writers`), when this delivery replays the journal of a writer that is gone (it
+    publishes only the writer's final state); None: the writer is this delivery's own."""
 
     name: str
     context: dict[str, Any]
     action: str
     entry: dict[str, Any]
     pending: bool = False
+    writer: dict[str, Any] | None = None
 
 
 @dataclass
@@ -121,4 +125,5 @@ class Plan:
             owner=not self.replay,
             acks=acks,
             on_call=on_call,
+            writer=next((b.writer for b in self.backends if b.writer), None),
         )

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import sys
 import time
 from collections.abc import Callable, Iterable
@@ -43,6 +44,7 @@ from .journal import (
     read_meta,
 )
 from .plan import BackendPlan, context_to_dict, plain
+from .writers import identity
 
 log = logging.getLogger("tracking_core.sync")
 
@@ -168,6 +170,7 @@ def replay(
         poll=0.2,
         on_opened=setup.on_opened,
         lock_fd=lock_fd,
+        writer=setup.writer,
     )
     follower.start()
     result = follower.finish(follower.replay_end(), max(0.0, deadline - time.monotonic()))
@@ -205,7 +208,13 @@ def _replay_apart(
 ) -> None:
     """Each backend in a process of its own (see :mod:`.isolation`)."""
     plans = [
-        BackendPlan(spec.name, context_to_dict(setup.contexts[spec.name]), setup.actions[spec.name], setup.entries[spec.name])
+        BackendPlan(
+            spec.name,
+            context_to_dict(setup.contexts[spec.name]),
+            setup.actions[spec.name],
+            setup.entries[spec.name],
+            writer=setup.writer,
+        )
         for spec in setup.specs
     ]
     timeout = max(0.0, deadline - time.monotonic())
@@ -266,6 +275,9 @@ class _Setup:
     actions: dict[str, str]
     prefix: str
     on_opened: Callable[[str, Any], None]
+    #: the journal's writer as the job's writer registry knows it: the replay publishes it
+    #: complete (or not) when it ends
+    writer: dict[str, Any] | None = None
 
 
 def _setup(folder: Path, meta: dict[str, Any], handle: RunHandle, manager: PluginManager, report: SyncReport) -> _Setup:
@@ -308,7 +320,24 @@ def _setup(folder: Path, meta: dict[str, Any], handle: RunHandle, manager: Plugi
         )
         for spec in specs
     }
-    return _Setup(names, specs, contexts, entries, actions, str(meta.get("prefix") or ""), on_opened)
+    writer = _writer(meta, str(local))
+    return _Setup(names, specs, contexts, entries, actions, str(meta.get("prefix") or ""), on_opened, writer)
+
+
+def _writer(meta: dict[str, Any], tracking_dir: str) -> dict[str, Any]:
+    """Who wrote the journal, for the job's writer registry (its rank from its label,
+    ``<role>-r<rank>-p<pid>``: the journal records no rank of its own)."""
+    label = str(meta.get("label") or "unknown")
+    rank = re.search(r"-r(\d+)-p\d+$", label)
+    pid = meta.get("pid")
+    return identity(
+        label=label,
+        role=meta.get("role"),
+        rank=int(rank.group(1)) if rank else None,
+        pid=pid if isinstance(pid, int) else None,
+        tracking_dir=tracking_dir,
+        host=str(meta.get("host") or "") or None,
+    )
 
 
 def _entry(spec: BackendSpec, handle: RunHandle, recorded: RunHandle, folder: Path) -> tuple[dict[str, Any], bool]:

@@ -37,6 +37,7 @@ from ..registry import BackendSpec
 from . import kinds
 from .journal import Acks, section_from_dict
 from .stream import Stream
+from .writers import Publisher, await_writers, identity, owing_text
 
 log = logging.getLogger("tracking_core.delivery")
 
@@ -94,16 +95,17 @@ class FailureLog:
     backend: str
     counts: Counter[str] = field(default_factory=Counter)
 
-    def record(self, what: str, exc: BaseException) -> None:
+    def record(self, what: str, exc: BaseException, then: str = "the call is retried") -> None:
         kind = f"{what}: {type(exc).__name__}"
         if kind not in self.counts:
             log.warning(
-                "backend %r failed in %s (%s: %s); training goes on, the call is retried and "
-                "further failures of this kind are only counted",
+                "backend %r failed in %s (%s: %s); training goes on, %s and further failures of "
+                "this kind are only counted",
                 self.backend,
                 what,
                 type(exc).__name__,
                 exc,
+                then,
             )
         self.counts[kind] += 1
 
@@ -208,6 +210,7 @@ class BackendWorker:
         on_opened: Callable[[str, Any], None] | None = None,
         max_retry_delay: float = MAX_RETRY_DELAY,
         handle_file: Path | None = None,
+        writer: Mapping[str, Any] | None = None,
     ) -> None:
         self.name = slot.spec.name
         self.slot = slot
@@ -246,6 +249,15 @@ class BackendWorker:
         self._stop = threading.Event()
         self._progress = threading.Condition()
         self._thread = threading.Thread(target=self._run, name=f"tracking-core-{self.name}", daemon=True)
+        # The writer registry (see .writers): who this writer is (``writer``: the journal's
+        # writer, gone, whose journal a replay delivers: only its final state is published).
+        self._publisher: Publisher | None = None
+        self._who = dict(writer) if writer is not None else None
+        self._closing = threading.Event()  # the follower finishes: ``_writers_until`` is set
+        self._writers_until = 0.0
+        self._verdict: tuple[RunStatus, dict[str, dict[str, Any]]] | None = None
+        #: writers of the job that still owed data when this primary closed the run here
+        self.owing: dict[str, dict[str, Any]] = {}
 
     def start(self) -> None:
         self._thread.start()
@@ -268,6 +280,12 @@ class BackendWorker:
     def join(self, timeout: float) -> None:
         if self._thread.is_alive():
             self._thread.join(timeout)
+
+    def closing(self, writers_until: float) -> None:
+        """The follower finishes: a primary may wait for the job's other writers (see
+        :mod:`.writers`) until ``writers_until`` (monotonic) before it closes the run."""
+        self._writers_until = writers_until
+        self._closing.set()
 
     # -- waiting for it ---------------------------------------------------------------------
     def drain(self, target_n: int, deadline: float | None, *, wait_for_open: bool = False) -> bool:
@@ -321,13 +339,18 @@ class BackendWorker:
         try:
             if not self._connect():
                 return
+            self._start_publishing()
             while not self._stop.is_set():
                 batch = self._next_batch()
                 if not batch:
+                    self._tick(caught_up=not self._pending)
                     self._wake.wait(self.poll)
                     self._wake.clear()
                     continue
                 self._deliver(batch)
+                self._tick(caught_up=False)
+            if self._closing.is_set() and self._publisher is not None and not self._publisher.final:
+                self._publisher.closed(self._counts(), complete=False)  # the close did not get through
         except Exception:  # noqa: BLE001 - the worker must never die silently
             log.exception("tracking-core's worker for %r hit an internal error", self.name)
 
@@ -511,11 +534,98 @@ class BackendWorker:
         if kind in kinds.HOOKS:
             return self._call_rich(batch[0])
         if kind == "end":
-            status = RunStatus(batch[0].get("status") or RunStatus.KILLED.value)
-            if not self.context.primary:
-                status = RunStatus.FINISHED  # a secondary only detaches
-            return self._try("close_run", status=status, run=self.context)
+            return self._close(batch[0])
         return True, None  # a record kind this version does not know: nothing to deliver
+
+    # -- the writer registry (see .writers) ---------------------------------------------------
+    def _close(self, entry: Mapping[str, Any]) -> tuple[bool, Any]:
+        """The run's end: a secondary detaches; a primary first learns which of the job's
+        writers still owe data and closes FAILED instead of the status it meant while any does.
+        The writer's final state is published before the end is acknowledged."""
+        meant = RunStatus(entry.get("status") or RunStatus.KILLED.value)
+        owing: dict[str, dict[str, Any]]
+        status, owing = RunStatus.FINISHED, {}  # a secondary only detaches
+        if self.context.primary:
+            status, owing = self._verdict_on(meant, float(entry.get("ts") or time.time()))
+        ok, result = self._try("close_run", status=status, run=self.context)
+        if ok and self._publisher is not None:
+            extra: dict[str, Any] = {}
+            if owing:
+                extra = {"incomplete": {label: owing_text(e) for label, e in owing.items()}, "intended_status": meant.value}
+            self._publisher.closed(self._counts(), complete=not self.progress.owed, **extra)
+        return ok, result
+
+    def _verdict_on(self, meant: RunStatus, since: float) -> tuple[RunStatus, dict[str, dict[str, Any]]]:
+        """The status to close with, and the writers that still owe data (once: a retried close
+        keeps it). The wait is for a run meant to be FINISHED only, and never in a replay."""
+        if self._verdict is None:
+            owing: dict[str, dict[str, Any]] = {}
+            if self._implements("read_writers"):
+                # The follower says when it finishes (it may do so just after the end arrives).
+                self._closing.wait(NOT_OPEN_PATIENCE)
+                until = self._writers_until if meant is RunStatus.FINISHED else 0.0
+                owing = await_writers(
+                    self._read_writers,
+                    own=str((self._who or {}).get("label") or self.context.label),
+                    tracking_dir=self.context.tracking_dir,
+                    since=since,
+                    until=until,
+                    stop=self._stop,
+                )
+            self.owing = owing
+            failed = bool(owing) and meant is RunStatus.FINISHED
+            self._verdict = (RunStatus.FAILED if failed else meant, owing)
+        return self._verdict
+
+    def _implements(self, hook: str) -> bool:
+        try:
+            return self.slot.implements(hook)
+        except Exception:  # noqa: BLE001 - its constructor failed: it has no hooks then
+            return False
+
+    def _read_writers(self) -> Mapping[str, Mapping[str, Any]] | None:
+        try:
+            found = self.slot.call("read_writers", run=self.context)
+        except Exception as exc:  # noqa: BLE001 - a registry that cannot be read is none
+            self.failures.record("read_writers", exc, "the writers on other nodes are not waited for")
+            return None
+        return found if isinstance(found, Mapping) else None
+
+    def _start_publishing(self) -> None:
+        """The run is open here: the writer registry, where the backend keeps one, hears that
+        this writer writes (a replay publishes only the writer's final state)."""
+        if not self._implements("publish_writer"):
+            return
+        who = self._who or identity(
+            label=self.context.label,
+            role=self.context.role,
+            # A role's writer without a rank is its role's only process: rank 0, as its label says.
+            rank=self.context.rank if self.context.rank is not None or not self.context.role else 0,
+            pid=self.context.pid,
+            tracking_dir=str(self.context.tracking_dir),
+        )
+        self._publisher = Publisher(who, self._publish, live=self._who is None)
+        self._publisher.opened(self._counts())
+
+    def _tick(self, caught_up: bool) -> None:
+        if self._publisher is not None and not self.circuit_open:
+            self._publisher.tick(self._counts(), caught_up)
+
+    def _counts(self) -> tuple[int, int, int]:
+        """(journaled, delivered, rejected) values as this worker knows them: what it read
+        from the journal and not delivered yet counts as journaled."""
+        p = self.progress
+        waiting = sum(len(e["m"]) if e["t"] == "row" else 1 if e["t"] in kinds.HOOKS else 0 for e in self._pending)
+        return p.delivered + p.rejected + waiting, p.delivered, p.rejected
+
+    def _publish(self, state: dict[str, Any]) -> bool:
+        """One publication; a failure is reported once per kind and costs nothing else."""
+        try:
+            self.slot.call("publish_writer", state=state, run=self.context)
+        except Exception as exc:  # noqa: BLE001 - the registry never holds up a record
+            self.failures.record("publish_writer", exc, "no record waits for it (the next publication says as much)")
+            return False
+        return True
 
     def _deliver(self, batch: list[dict[str, Any]]) -> None:
         delay = 0.1
