@@ -265,8 +265,20 @@ class Gpus:
             "utilization": lambda h: float(nvml.nvmlDeviceGetUtilizationRates(h).gpu),
             "memory_used_gib": lambda h: nvml.nvmlDeviceGetMemoryInfo(h).used / GIB,
             "power_w": lambda h: nvml.nvmlDeviceGetPowerUsage(h) / 1000.0,
-            "temperature_c": lambda h: float(nvml.nvmlDeviceGetTemperature(h, nvml.NVML_TEMPERATURE_GPU)),
+            "temperature_c": self._temperature,
         }
+        self._temperature_v = hasattr(nvml, "nvmlDeviceGetTemperatureV")
+
+    def _temperature(self, handle: Any) -> float:
+        """The GPU's temperature: NVML's current call where the driver has it, else the one
+        it deprecates (older drivers)."""
+        nvml = self.nvml
+        if self._temperature_v:
+            try:
+                return float(nvml.nvmlDeviceGetTemperatureV(handle, nvml.NVML_TEMPERATURE_GPU))
+            except nvml.NVMLError_FunctionNotFound:
+                self._temperature_v = False
+        return float(nvml.nvmlDeviceGetTemperature(handle, nvml.NVML_TEMPERATURE_GPU))
 
     @classmethod
     def open(cls) -> tuple[Gpus | None, str]:

@@ -119,8 +119,9 @@ def _done(proc: subprocess.Popen[str]) -> tuple[dict[str, Any], str]:
 
 
 def _run_alone(tracking_dir: Path, **env: str) -> tuple[dict[str, Any], str, str]:
-    """The primary alone on a jsonl run: (what it said, its stderr, its run id)."""
-    proc = _start(tracking_dir, MODE="primary", BACKENDS="jsonl", **env)
+    """The primary alone on a run (jsonl unless ``BACKENDS`` says): (what it said, its stderr,
+    its run id)."""
+    proc = _start(tracking_dir, MODE="primary", **{"BACKENDS": "jsonl", **env})
     handle = json.loads(_line(proc, "HANDLE"))
     done, stderr = _done(proc)
     return done, stderr, handle["run_id"]
@@ -288,6 +289,41 @@ def test_host_series_reach_an_mlflow_server(tmp_path: Path, mlflow_server: Any) 
     steps = sorted(_steps_of(series))
     assert steps == list(range(len(steps))) and len(steps) >= max(3, done["samples"])
     assert mlrun.data.params[f"system/{HOST}/cpus"] == str(os.cpu_count())
+
+
+@pytest.mark.slow
+def test_host_series_reach_tensorboard_and_wandb_as_their_own_series(tmp_path: Path) -> None:
+    """TensorBoard: scalars in the run's system subdirectory; W&B (offline): the system writer's
+    own history rows, each series defined on the axis system/<host>/sample."""
+    from tests.helpers.tb_events import read_logdir
+    from tests.helpers.wandb_offline import offline_env, read_job
+
+    env = offline_env(tmp_path)
+    done, _, run_id = _run_alone(tmp_path / "tracking", BACKENDS="tensorboard,wandb", TRACKING_CORE_SYSTEM_METRICS=FAST, SECONDS="2", **env)
+    axis = f"system/{HOST}/sample"
+    boards = read_logdir(next((tmp_path / "tracking" / "tensorboard").iterdir()))
+    tb_series = {
+        tag.removeprefix(f"system/{HOST}/"): points for tag, points in boards["system"].scalars.items()
+    }
+    _check_host_ranges(tb_series, _total_gib())
+    assert _steps_of(tb_series) == list(range(len(tb_series["memory/used_percent"])))
+    runs = read_job(env["WANDB_DIR"], run_id)
+    system = [r for r in runs if "-system-" in r.path.name]  # the system writer's own directory
+    assert len(system) == 1, [r.path.name for r in runs]
+    rows = [rec["history"]["item"] for rec in system[0].records if rec.get("type") == "history"]
+    wb_series: dict[str, list[tuple[int, float]]] = defaultdict(list)
+    for row in rows:
+        for key, value in row.items():
+            if key.startswith(f"system/{HOST}/") and key != axis:
+                wb_series[key.removeprefix(f"system/{HOST}/")].append((row[axis], float(value)))
+    _check_host_ranges(wb_series, _total_gib())
+    assert [row[axis] for row in rows] == list(range(len(rows))) and len(rows) >= max(3, done["samples"])
+    defined = {
+        rec["metric"]["name"]: rec["metric"].get("step_metric")
+        for rec in system[0].records
+        if rec.get("type") == "metric"
+    }
+    assert defined[f"system/{HOST}/cpu/utilization"] == axis
 
 
 # -- one node, several processes -------------------------------------------------------------
