@@ -84,6 +84,7 @@ import tracking_core
 from tracking_core import NullRun, Run
 from tracking_core import options as core_options
 from tracking_core.handle import ARGS_ATTR, HANDLE_FILE, RUN_ENV, find_handle
+from tracking_core.launchers import job_run_id
 from tracking_core.names import path_part, path_under
 
 from . import collectors as _collectors
@@ -389,25 +390,27 @@ def _init_secondary(args: Any, role: str) -> AnyRun | None:
         logger.error("%s: the run handle on args.%s / $%s is unusable (%s); not tracking", role,
                   ARGS_ATTR, RUN_ENV, exc)
         return None
-    if handle is None:
+    job = job_run_id() if handle is None else None
+    if handle is None and (job is None or not _options.tracking_requested(args)):
         if not _options.tracking_requested(args):
             logger.debug("init_tracking(primary=False, role=%r): tracking is off", role)
             return None
         _warn_once(
             "nohandle:" + role,
             "init_tracking(primary=False, role=%r): no run to attach to (args.%s and $%s are "
-            "unset: did the driver call init_tracking(args) before creating this actor?); this "
-            "process logs nothing",
+            "unset, and no job id names the run: did the driver call init_tracking(args) "
+            "before creating this actor?); this process logs nothing",
             role,
             ARGS_ATTR,
             RUN_ENV,
         )
         return None
+    run_id = handle.run_id if handle is not None else job[0] if job is not None else None
     if (
         existing is not None
         and existing.run.finished is None
         and existing.run.handle is not None
-        and existing.run.handle.run_id == handle.run_id
+        and existing.run.handle.run_id == run_id
     ):
         existing.args_ref = weakref.ref(args) if hasattr(args, "__weakref__") else None
         existing.args_id = id(args)
@@ -417,7 +420,7 @@ def _init_secondary(args: Any, role: str) -> AnyRun | None:
             run = tracking_core.attach(handle, role=role, args=args, metric_prefix="")
     except Exception:  # noqa: BLE001 - tracking must never stop a training actor
         logger.exception("role %r could not attach to run %s; this process logs nothing", role,
-                      handle.run_id)
+                      run_id)
         return None
     _remember(run, role, False, args)
     _bridge_wandb(run)

@@ -240,8 +240,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tracking-dir", default=None)
     p.set_defaults(func=_cmd_diff)
 
-    p = sub.add_parser("sync", help="replay journals to the backends that lack their records")
-    p.add_argument("path", nargs="?", default=None, help="a tracking directory, journal folder or file (default: the tracking directory)")
+    p = sub.add_parser(
+        "sync",
+        help="replay journals to the backends that lack their records",
+        description="Deliver what the journals under PATH still hold to the trackers their runs "
+        "used. Exit status: 0 all delivered, or nothing left to deliver; 1 something still "
+        "missing (listed); 2 PATH does not exist or holds no tracking data.",
+    )
+    p.add_argument(
+        "path",
+        nargs="?",
+        default=None,
+        help="a tracking directory, journal folder or file (default: this process's tracking "
+        "directory: --tracking-dir, else $TRACKING_CORE_DIR, else ./tracking-runs)",
+    )
     p.add_argument("--tracking-dir", default=None)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument(

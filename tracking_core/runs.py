@@ -54,6 +54,9 @@ DEFAULT_FINISH_TIMEOUT = 30.0
 MAX_TIMEOUT = 365 * 86400.0
 #: How long a finishing primary waits, at most, for the other writers of the run on its node.
 PEER_TIMEOUT = 10.0
+#: Job ids this process has started a run of (see :func:`_job_or_new_id`).
+_JOB_IDS_TAKEN: set[str] = set()
+_JOB_IDS_LOCK = threading.Lock()
 
 
 def new_run_id() -> str:
@@ -823,8 +826,7 @@ def _new_handle(
 ) -> tuple[RunHandle, tuple[Path, str], str]:
     """A new run's handle (no backends yet), the primary's tracking directory with what chose
     it, and where the run id came from."""
-    job = job_run_id() if not run_id else None
-    rid, whence = (run_id, "run_id=") if run_id else job or (new_run_id(), "a new id")
+    rid, whence = (run_id, "run_id=") if run_id else _job_or_new_id()
     directory, chosen_by = opts.tracking_dir_source(args, tracking_dir)
     where = Path(directory).absolute()
     handle = RunHandle(
@@ -835,6 +837,20 @@ def _new_handle(
         host=socket.gethostname(),
     )
     return handle, (where, chosen_by), whence
+
+
+def _job_or_new_id() -> tuple[str, str]:
+    """The job's run id for the first run this process starts (a restarted driver finds its
+    run again), a new id for any later one: one process starting run after run (a sweep, a
+    notebook under Ray) gets one run each."""
+    job = job_run_id()
+    if job is None:
+        return new_run_id(), "a new id"
+    with _JOB_IDS_LOCK:
+        if job[0] not in _JOB_IDS_TAKEN:
+            _JOB_IDS_TAKEN.add(job[0])
+            return job
+    return new_run_id(), f"a new id (this process started the run of {job[1]}, {job[0]}, before)"
 
 
 def _resumed_here(resumed: RunHandle, args: Any, tracking_dir: Any) -> tuple[RunHandle, tuple[Path, str]]:
