@@ -54,6 +54,8 @@ DEFAULT_FINISH_TIMEOUT = 30.0
 MAX_TIMEOUT = 365 * 86400.0
 #: How long a finishing primary waits, at most, for the other writers of the run on its node.
 PEER_TIMEOUT = 10.0
+#: How long a finishing primary gives, at most, the system metrics of its process to end.
+SYSTEM_TIMEOUT = 5.0
 #: Job ids this process has started a run of (see :func:`_job_or_new_id`).
 _JOB_IDS_TAKEN: set[str] = set()
 _JOB_IDS_LOCK = threading.Lock()
@@ -602,6 +604,10 @@ class Run:
         peers: dict[str, str] = {}  # peers' journals replayed here and still incomplete
         if self.primary:
             from .delivery.sync import await_peers
+            from .system_metrics import end_sampling  # never raises
+
+            # The node's system metrics end first: their last samples before the close.
+            end_sampling(self.handle, self.tracking_dir, min(timeout / 4, SYSTEM_TIMEOUT))
 
             # At most half the timeout for the peers, the rest for this writer's own delivery.
             peers_until = time.monotonic() + min(PEER_TIMEOUT, timeout / 2)

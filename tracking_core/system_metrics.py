@@ -61,7 +61,7 @@ from .files import close_quietly
 from .handle import RunHandle
 from .names import path_part
 
-__all__ = ["NODE_RANK_VARS", "ROLE", "Sampler", "host_reader", "node_rank", "sampler_for", "start_sampler", "stop_all"]
+__all__ = ["NODE_RANK_VARS", "ROLE", "Sampler", "host_reader", "node_rank", "end_sampling", "sampler_for", "start_sampler", "stop_all"]
 
 log = logging.getLogger("tracking_core.system_metrics")
 
@@ -73,6 +73,8 @@ GIB = float(1 << 30)
 MIB = float(1 << 20)
 #: The last sample at exit is taken when at least this long (or the interval) has passed.
 LAST_SAMPLE_AFTER = 1.0
+#: Beside the node's lock: touched when the run's primary finishes (see :func:`end_sampling`).
+OVER_FILE = "system-metrics.over"
 
 Values = dict[str, float]
 
@@ -362,6 +364,8 @@ class Sampler:
         self._host: HostSeries | None = None
         self._gpus: Gpus | None = None
         self._last = 0.0
+        self._created = time.time()
+        self._finish_timeout: float | None = None
         self._thread = threading.Thread(target=self._main, name=f"tracking-core-system-{handle.run_id}", daemon=True)
 
     @property
@@ -374,14 +378,16 @@ class Sampler:
         self._thread.start()
 
     def stop(self, timeout: float | None = None) -> None:
-        """Stop: a last sample, the writer finished, the lock let go. Waits up to ``timeout``
-        (default: the exit timeout and a little)."""
+        """Stop: a last sample, the writer finished (within ``timeout``; default the exit
+        timeout), the lock let go. Waits for that up to ``timeout`` and a little."""
+        if timeout is not None:
+            self._finish_timeout = timeout
         self._stop.set()
         with _registry:
             if _samplers.get(self.handle.run_id) is self:
                 del _samplers[self.handle.run_id]
         if self._thread.is_alive() and self._thread is not threading.current_thread():
-            self._thread.join(settings.exit_timeout() + 5.0 if timeout is None else timeout)
+            self._thread.join((settings.exit_timeout() if timeout is None else timeout) + 2.0)
 
     # -- the thread ----------------------------------------------------------------------------
     def _main(self) -> None:
@@ -394,7 +400,7 @@ class Sampler:
 
     def _loop(self) -> None:
         while self._fd is None:  # standing by
-            if self._stop.wait(self.interval):
+            if self._stop.wait(self.interval) or self._over():
                 return
             self._fd = _claim(self.lock)
             if self._fd is not None:
@@ -403,6 +409,8 @@ class Sampler:
             return
         due = time.monotonic() + self.interval
         while not self._stop.wait(max(0.0, due - time.monotonic())):
+            if self._over():
+                return  # the primary finished the run on this node: no sample after its close
             self._sample()
             due += self.interval
             due = max(due, time.monotonic())  # after a stall (suspended process): no burst
@@ -493,6 +501,13 @@ class Sampler:
         _write_step(self._fd, self.step)
         self.cpu_seconds += time.thread_time() - began
 
+    def _over(self) -> bool:
+        """The run's primary finished it since this sampler was made (:func:`end_sampling`)."""
+        try:
+            return os.stat(self.lock.parent / OVER_FILE).st_mtime >= self._created
+        except OSError:
+            return False
+
     def _writable(self) -> bool:
         """The writer is open: not finished by someone else (a SIGTERM handler, exit hooks)."""
         run = self.run
@@ -501,7 +516,7 @@ class Sampler:
     def _end(self) -> None:
         try:
             if self.run is not None and self._writable():
-                self.run.finish(timeout=settings.exit_timeout())
+                self.run.finish(timeout=self._finish_timeout if self._finish_timeout is not None else settings.exit_timeout())
         except Exception as exc:  # noqa: BLE001
             self._warn("finish", "system metrics of %s: finishing its writer failed (%s)", self.host, exc)
         finally:
@@ -630,6 +645,23 @@ def _local_dir(handle: RunHandle, args: Any, explicit: Any) -> Path:
     if local is not None:
         return Path(local(handle, args=args, explicit=explicit))
     return Path(explicit or handle.tracking_dir)
+
+
+def end_sampling(handle: RunHandle, tracking_dir: Any, timeout: float) -> None:
+    """The run's primary finishes it: the node's sampling of the run ends first, so that its
+    last samples come before the close. This process's sampler takes its last sample and
+    finishes its writer within ``timeout``; every other process of the node (sampling or
+    standing by, in the same tracking directory) stops at its next tick, without a sample after
+    the close. A sampler made later (the run resumed) samples again. Never raises."""
+    try:
+        sampler = _samplers.get(handle.run_id)
+        folder = sampler.lock.parent if sampler is not None else lock_path(_local_dir(handle, None, tracking_dir), handle.run_id).parent
+        if any(folder.glob("system-metrics-*.lock")):  # sampled here: say the run is over
+            (folder / OVER_FILE).touch()
+        if sampler is not None:
+            sampler.stop(timeout)
+    except Exception as exc:  # noqa: BLE001 - the run's finish goes on
+        log.debug("tracking-core: ending the node's system metrics: %s", exc)
 
 
 def sampler_for(run_id: str) -> Sampler | None:

@@ -65,14 +65,19 @@ while time.monotonic() < until:
 hold = os.environ.get("HOLD")
 while hold and not os.path.exists(hold):
     time.sleep(0.05)
+summary = None
 if os.environ["MODE"] == "primary":
-    run.finish(timeout=30)
+    began = time.monotonic()
+    summary = run.finish(timeout=30)
+    summary = f"{summary.describe()} ({time.monotonic() - began:.1f} s)"
+after = sorted(t.name for t in threading.enumerate() if t.name.startswith("tracking-core-system"))
 sampler = system_metrics.sampler_for(run.handle.run_id) or sampler
 print("DONE", json.dumps({
     "steps": steps, "longest_step_s": max(gaps, default=0.0),
     "sampling": bool(sampler and sampler.sampling), "samples": sampler.samples if sampler else 0,
     "threads": sorted(t.name for t in threading.enumerate()),
     "sampler_thread_is_main": bool(sampler) and sampler._thread is threading.main_thread(),
+    "summary": summary, "threads_after_finish": after if os.environ["MODE"] == "primary" else None,
 }), flush=True)
 """
 
@@ -157,6 +162,19 @@ def _check_host_ranges(series: dict[str, list[tuple[int, float]]], total_gib: fl
 
 def _total_gib() -> float:
     return system_metrics.ProcReader().memory()[0] / system_metrics.GIB
+
+
+def _mlflow_run(client: Any, run_id: str, timeout: float = 90.0) -> Any:
+    """The job's one MLflow run, found by its tag (waiting for the primary to open it)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = client.search_runs(
+            [e.experiment_id for e in client.search_experiments()], f"tags.`tracking_core.run_id` = '{run_id}'"
+        )
+        if found or time.monotonic() > deadline:
+            assert len(found) == 1, found
+            return found[0]
+        time.sleep(0.5)
 
 
 def _steps_of(series: dict[str, list[tuple[int, float]]], name: str = "memory/used_percent") -> list[int]:
@@ -244,8 +262,10 @@ def test_off_unless_asked(tmp_path: Path) -> None:
 
 def test_host_series_reach_jsonl_in_range(tmp_path: Path) -> None:
     done, stderr, run_id = _run_alone(tmp_path, TRACKING_CORE_SYSTEM_METRICS=FAST, NODE_RANK="3", SECONDS="2")
-    assert done["sampling"] and not done["sampler_thread_is_main"]
-    assert any(t.startswith("tracking-core-system") for t in done["threads"])
+    assert done["samples"] > 0 and not done["sampler_thread_is_main"]
+    # the primary's finish ended the sampling of its node first: no writer left delivering
+    assert "still deliver" not in stderr and "NOT delivered" not in stderr, stderr[-3000:]
+    assert done["summary"].startswith("run FINISHED") and not done["threads_after_finish"], done
     run = read_run(find_run(run_id, str(tmp_path)))
     series = _system_series(run.metrics)
     _check_host_ranges(series, _total_gib())
@@ -275,11 +295,7 @@ def test_host_series_reach_an_mlflow_server(tmp_path: Path, mlflow_server: Any) 
     run_id = json.loads(_line(proc, "HANDLE"))["run_id"]
     done, _ = _done(proc)
     client = MlflowClient(mlflow_server.uri)
-    found = client.search_runs(
-        [e.experiment_id for e in client.search_experiments()], f"tags.`tracking_core.run_id` = '{run_id}'"
-    )
-    assert len(found) == 1
-    mlrun = found[0]
+    mlrun = _mlflow_run(client, run_id)
     keys = [k for k in mlrun.data.metrics if k.startswith(f"system/{HOST}/")]
     series = {
         k.removeprefix(f"system/{HOST}/"): [(m.step, m.value) for m in client.get_metric_history(mlrun.info.run_id, k)]
@@ -356,6 +372,24 @@ def test_one_sampler_per_node_and_a_standby_takes_over(tmp_path: Path) -> None:
     assert len(list(tmp_path.rglob("system-metrics-*.lock"))) == 1
 
 
+def test_the_primarys_finish_ends_its_nodes_sampling(tmp_path: Path) -> None:
+    """The primary samples; a process of the same node stands by and lives on after the
+    primary's finish. The finish ends the node's sampling: the primary's sampler is gone when
+    finish returns, and the process standing by does not take over a run that is closed."""
+    primary = _start(tmp_path, MODE="primary", BACKENDS="jsonl", TRACKING_CORE_SYSTEM_METRICS=FAST)
+    handle = _line(primary, "HANDLE")
+    assert json.loads(_line(primary, "SAMPLER"))["sampling"]
+    other = _start(tmp_path, MODE="attach", ROLE="rollout", WRITER="0", SECONDS="4", TRACKING_CORE_RUN=handle, TRACKING_CORE_SYSTEM_METRICS=FAST)
+    assert not json.loads(_line(other, "SAMPLER"))["sampling"]
+    primary_done, _ = _done(primary)
+    other_done, stderr = _done(other)
+    assert primary_done["samples"] >= 3 and not primary_done["threads_after_finish"]
+    assert other_done["samples"] == 0 and "takes over" not in stderr
+    run = read_run(find_run(json.loads(handle)["run_id"], str(tmp_path)))
+    lines = [json.loads(line) for line in (run.path / "system.jsonl").read_text().splitlines()]
+    assert len([line for line in lines if line.get("type") == "attach"]) == 1
+
+
 # -- two nodes -----------------------------------------------------------------------------------
 def _can_unshare(*flags: str) -> bool:
     if shutil.which("unshare") is None or os.geteuid() != 0:
@@ -374,32 +408,48 @@ def _on_node(name: str) -> list[str]:
 def test_two_nodes_one_series_set_each(tmp_path: Path, mlflow_server: Any) -> None:
     """node-a runs the primary, node-b two processes that attach (a writer and a non-writer);
     each node its own hostname, tracking directory and working directory; the MLflow server the
-    only thing they share. Each node's series arrive once, every sample number once."""
+    only thing they share. Each node's series arrive once, every sample number once. node-b's
+    sampler outlives the primary's finish: the run still ends FINISHED, no writer named
+    incomplete, and node-b's later samples arrive too."""
     from mlflow.tracking import MlflowClient
 
     dirs = {n: tmp_path / n for n in ("node-a", "node-b")}
     for folder in dirs.values():
         (folder / "work").mkdir(parents=True)
-    server = {"MLFLOW_TRACKING_URI": mlflow_server.uri, "TRACKING_CORE_SYSTEM_METRICS": FAST}
-    hold = tmp_path / "hold"
+    server = {"MLFLOW_TRACKING_URI": mlflow_server.uri}
+    hold_a, hold_b = tmp_path / "hold-a", tmp_path / "hold-b"
     primary = _start(dirs["node-a"] / "tracking", wrap=_on_node("node-a"), cwd=dirs["node-a"] / "work",
-                     MODE="primary", BACKENDS="mlflow", HOLD=str(hold), GROUP_RANK="0", **server)  # fmt: skip
+                     MODE="primary", BACKENDS="mlflow", HOLD=str(hold_a), GROUP_RANK="0",
+                     TRACKING_CORE_SYSTEM_METRICS=FAST, **server)  # fmt: skip
     handle = _line(primary, "HANDLE")
+    # node-b samples every second: between two samples its writer catches up with MLflow (one
+    # request at most every 2 s), so a finishing primary finds it caught up, not owing data
     workers = [
         _start(dirs["node-b"] / "tracking", wrap=_on_node("node-b"), cwd=dirs["node-b"] / "work",
-               MODE="attach", ROLE="critic", WRITER=writer, TRACKING_CORE_RUN=handle, GROUP_RANK="1", SECONDS="3", **server)
+               MODE="attach", ROLE="critic", WRITER=writer, TRACKING_CORE_RUN=handle, GROUP_RANK="1", HOLD=str(hold_b),
+               TRACKING_CORE_SYSTEM_METRICS="1.0", **server)
         for writer in ("1", "0")
     ]  # fmt: skip
-    node_b = [_done(w)[0] for w in workers]
-    hold.write_text("")
-    node_a, _ = _done(primary)
-    assert node_a["samples"] >= 3 and sum(d["samples"] for d in node_b) >= 2
-
+    assert sorted(json.loads(_line(w, "SAMPLER"))["sampling"] for w in workers) == [False, True]
     client = MlflowClient(mlflow_server.uri)
     run_id = json.loads(handle)["run_id"]
-    found = client.search_runs([e.experiment_id for e in client.search_experiments()], f"tags.`tracking_core.run_id` = '{run_id}'")
-    assert len(found) == 1
-    mlrun = found[0]
+    mlrun = _mlflow_run(client, run_id)
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:  # both nodes' series arrive while the job runs
+        keys = set(client.get_run(mlrun.info.run_id).data.metrics)
+        if {f"system/{h}/memory/used_percent" for h in ("node-a", "node-b")} <= keys:
+            break
+        time.sleep(0.5)
+    hold_a.write_text("")
+    node_a, _ = _done(primary)
+    closed = client.get_run(mlrun.info.run_id)
+    assert closed.info.status == "FINISHED" and "tracking_core.incomplete" not in closed.data.tags, closed.data.tags
+    time.sleep(2.5)  # node-b samples on after the run's end
+    hold_b.write_text("")
+    node_b = [_done(w)[0] for w in workers]
+    assert node_a["samples"] >= 3 and sum(d["samples"] for d in node_b) >= 3
+
+    mlrun = _mlflow_run(client, run_id)
     hosts = Counter(k.split("/")[1] for k in mlrun.data.metrics if k.startswith("system/"))
     assert set(hosts) == {"node-a", "node-b"}, hosts
     assert hosts["node-a"] == hosts["node-b"]  # the same series set on each node
@@ -408,6 +458,10 @@ def test_two_nodes_one_series_set_each(tmp_path: Path, mlflow_server: Any) -> No
         assert steps == list(range(len(steps))) and len(steps) >= samples, (host, steps)
     params = mlrun.data.params
     assert params["system/node-a/node_rank"] == "0" and params["system/node-b/node_rank"] == "1"
+    assert mlrun.info.status == "FINISHED" and "tracking_core.incomplete" not in mlrun.data.tags
+    late = client.get_metric_history(mlrun.info.run_id, "system/node-b/memory/used_percent")
+    assert mlrun.info.end_time == closed.info.end_time  # closed once
+    assert max(m.timestamp for m in late) > mlrun.info.end_time  # sampled on after the close
     # each node's lock in its own tracking directory, named for the node
     assert [p.name for p in dirs["node-a"].rglob("*.lock") if "system" in p.name] == ["system-metrics-node-a.lock"]
     assert [p.name for p in dirs["node-b"].rglob("*.lock") if "system" in p.name] == ["system-metrics-node-b.lock"]
