@@ -1,9 +1,10 @@
 """A launcher that tears a worker down the way Ray does costs no value already journaled.
 
 When a Ray worker exits (its job ended, its actor killed), Ray SIGKILLs the worker's direct
-children and its process group. Here the training process does exactly that to itself, with its
-delivery process still behind (a slow tracker): the delivery process, which is not its child,
-delivers the rest, journals the end, applies the completion rule and exits by itself. The same
+children and its process group; other launchers kill the whole process tree. Here the training
+process does both to itself, with its delivery process still behind (a slow tracker): the
+delivery process, in neither, delivers the rest, journals the end, applies the completion rule
+and exits by itself. The same
 scenario under a real two-node Ray cluster is tests/multinode/test_ray_nodes.py.
 """
 
@@ -28,16 +29,25 @@ pid = delivery_pid(run)
 out = _os.environ["FAULT_OUT"]
 delivered = sum('"metric"' in line for line in open(out)) if _os.path.exists(out) else 0
 print(f"DELIVERY {pid} DELIVERED {delivered}", flush=True)
-# What Ray does when a worker exits: SIGKILL to its direct children, then to its process group.
-me = _os.getpid()
-for entry in _os.listdir("/proc"):
-    try:
-        with open(f"/proc/{entry}/stat") as fh:
-            ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
-    except (OSError, ValueError, IndexError):
-        continue
-    if ppid == me:
-        _os.kill(int(entry), signal.SIGKILL)
+# What Ray does when a worker exits (SIGKILL to its direct children, then to its process group),
+# and more: every descendant, as launchers that walk the process tree do.
+def children(pid):
+    found = []
+    for entry in _os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                if int(fh.read().rsplit(")", 1)[1].split()[1]) == pid:
+                    found.append(int(entry))
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
+tree, todo = [], children(_os.getpid())
+while todo:
+    pid = todo.pop()
+    tree.append(pid)
+    todo.extend(children(pid))
+for pid in tree:
+    _os.kill(pid, signal.SIGKILL)
 _os.killpg(_os.getpgid(0), signal.SIGKILL)
 """
 

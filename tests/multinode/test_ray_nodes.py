@@ -35,10 +35,12 @@ from slime_integration import tracking
 from slime_integration.fixture_args import load_fixture_namespaces
 from slime_integration.role_args import resolve_role_args
 from tests.helpers.mlflow_server import MlflowServer, free_port
-from tests.helpers.nodes import SimulatedNode
+from tests.helpers.nodes import NodeProcess, SimulatedNode
 from tracking_core.handle import ARGS_ATTR, RUN_ENV, RunHandle
 
 ray = pytest.importorskip("ray")
+from ray._common.utils import reset_ray_address  # noqa: E402
+from ray._private.utils import read_ray_address  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -82,7 +84,7 @@ def _value(name: str, step: int) -> float:
     return (1.0 if name.endswith("value_loss") else 10.0) / (step + 1)
 
 
-def _ray_start(node: SimulatedNode, head: str, hidden: Path) -> None:
+def _ray_start(node: SimulatedNode, head: str, hidden: Path) -> NodeProcess:
     """node1's raylet (its workers inherit the node's environment), in a mount namespace where
     ``hidden`` (node0's tracking directory) is an empty tmpfs."""
     ports = {
@@ -97,7 +99,7 @@ def _ray_start(node: SimulatedNode, head: str, hidden: Path) -> None:
         )
     }
     ray_cli = Path(sys.executable).with_name("ray")
-    node.start(
+    return node.start(
         ["unshare", "--mount", "sh", "-c", 'mount -t tmpfs node0-disk "$0" && exec "$@"', hidden,
          ray_cli, "start", "--address", head, "--block", "--disable-usage-stats",
          "--num-cpus", "1", "--resources", json.dumps({"node1": 1}),
@@ -151,6 +153,9 @@ def ray_nodes(
             mp.delenv(name)
         mp.setenv("RAY_AUTH_MODE", "disabled")
         mp.setenv("MLFLOW_TRACKING_URI", mlflow_server.uri)
+        # Not the machine's "current cluster" (/tmp/ray/ray_current_cluster), which a bare
+        # ray.init() elsewhere on this machine would join: this driver names its address.
+        mp.setattr(ray._private.utils, "write_ray_address", lambda *args, **kwargs: None)
         cluster = Cluster(
             initialize_head=True,
             head_node_args={
@@ -170,11 +175,16 @@ def ray_nodes(
                 },
             )
             simulated_nodes.append(node1)
-            node1.start([sys.executable, "-c", "while True: pass"], label="busy")
-            _ray_start(node1, cluster.address, node0_dir)
+            raylet = _ray_start(node1, cluster.address, node0_dir)
             ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
             ray.init(address=cluster.address, include_dashboard=False, log_to_driver=False)
-            _poll("node1 in the cluster", lambda: _node_ready("node1"), 90, every=0.5)
+            try:
+                _poll("node1 in the cluster", lambda: _node_ready("node1"), 90, every=0.5)
+            except AssertionError as exc:
+                raise AssertionError(f"{exc}\n{raylet.tail()}") from None
+            if read_ray_address() == cluster.address:  # written by node1's `ray start`
+                reset_ray_address()
+            node1.start([sys.executable, "-c", "while True: pass"], label="busy")
             yield {"node0_dir": node0_dir, "node1": node1, "uri": mlflow_server.uri}
         finally:
             if ray.is_initialized():

@@ -9,17 +9,18 @@ which backend opened with what, and the child's log records (re-emitted here thr
 process's ``logging``). A sender thread writes to the child, so neither the training thread nor
 the pump ever waits on a pipe.
 
-The delivery process is the keeper's child, not this process's, always. Ray kills a worker's
-direct children when the worker exits (and its process group): a delivery process started by a
-Ray actor died with it, losing what it had not delivered, when the job ended. Through the keeper
-it is out of reach of both, and it watches this process itself (a pidfd where the kernel has
-them, else the pid): when training is gone without a finish it delivers the rest within the exit
-timeout and exits, as after any other death of training. The keeper waits for it and exits as it
-did, so this process still reads its exit status (crash attribution below) and nothing is left
-unreaped. Detaching only under Ray (its workers have ``RAY_RAYLET_PID`` in their environment)
-would save one small process per writer, but would leave the path every Ray job takes to one
-test and every other job on another; other launchers and process managers also end a process's
-children by parentage. So there is one way, exercised by every test.
+The delivery process is never this process's child nor in its process tree, always: the keeper
+forks, and its child, which init inherits at once, starts the delivery process. Ray kills a
+worker's direct children when the worker exits (and its process group): a delivery process
+started by a Ray actor died with it, losing what it had not delivered, when the job ended; other
+launchers walk the tree. Out of the tree it is out of reach of all of them, and it watches this
+process itself (a pidfd where the kernel has them, else the pid): when training is gone without a
+finish it delivers the rest within the exit timeout and exits, as after any other death of
+training. The keeper waits for it and sends its exit status here (``exited``), so crash
+attribution (below) is as it was, and every process is reaped. Detaching only under Ray (its
+workers have ``RAY_RAYLET_PID`` in their environment) would save one small process per writer,
+but would leave the path every Ray job takes to one test and every other job on another, and
+would not help under other launchers. So there is one way, exercised by every test.
 
 A child that dies is started again, up to :data:`MAX_RESTARTS` times; the new one resumes from
 the journal's acknowledgements and gets any request still waiting for an answer. The child says
@@ -133,11 +134,12 @@ class ProcessDelivery:
         assert proc.stdin is not None and proc.stdout is not None
         # The delivery process's pid comes from the keeper's first line ("started").
         self.proc, self.pid, self._ready = proc, None, False
+        self._closed = threading.Event()  # set when the child and its keeper are gone
         self._inside: dict[str, tuple[str, int]] = {}  # tracker -> the call it is in, its thread
         self._outbox: queue.Queue[bytes | None] = queue.Queue()
         self._outbox.put(_line(first))
         threading.Thread(target=self._send_loop, args=(proc.stdin, self._outbox), name="tracking-core-delivery-send", daemon=True).start()
-        threading.Thread(target=self._read_loop, args=(proc,), name="tracking-core-delivery-read", daemon=True).start()
+        threading.Thread(target=self._read_loop, args=(proc, self._closed), name="tracking-core-delivery-read", daemon=True).start()
 
     def _send(self, obj: dict[str, Any]) -> None:
         if self._outbox.qsize() >= MAX_OUTBOX:
@@ -161,17 +163,27 @@ class ProcessDelivery:
         except OSError:
             pass
 
-    def _read_loop(self, proc: subprocess.Popen[bytes]) -> None:
+    def _read_loop(self, proc: subprocess.Popen[bytes], closed: threading.Event) -> None:
         assert proc.stdout is not None
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(10)  # the keeper's first process exits once it forked: reaped at once
+        # Its own failure (it could not fork), else the child's exit status, which its keeper
+        # sends; None when neither says (the keeper killed: a death from outside).
+        code: int | None = proc.poll() or None
+        keeper: int | None = None
         for line in proc.stdout:
             try:
-                self._on_event(json.loads(line))
+                event = json.loads(line)
+                if event.get("ev") == "exited":
+                    code = int(event["code"])
+                    continue
+                if event.get("ev") == "started":
+                    keeper = int(event["keeper"])
+                self._on_event(event)
             except Exception:  # noqa: BLE001 - a bad line must not end the reader
                 log.exception("tracking-core could not read a message of its delivery process")
-        try:
-            code = proc.wait(5)
-        except subprocess.TimeoutExpired:
-            code = None
+        closed.set()
+        _reap_if_ours(keeper)
         self._ended(code)
 
     def _on_event(self, event: dict[str, Any]) -> None:
@@ -366,13 +378,8 @@ class ProcessDelivery:
         if report is None:  # no answer in time: what the child said last, and that it is not done
             report = {**self._report, "outstanding": {"*": "no answer from the delivery process in time"}}
         self._outbox.put(None)  # close the child's stdin once everything before is sent
-        if self._local is None and reply:
-            try:
-                self.proc.wait(FINISH_MARGIN)
-            except subprocess.TimeoutExpired:
-                pass  # it ends by itself; nothing of ours waits for it
-            else:
-                _drop_if_empty(self.log_path)
+        if self._local is None and reply and self._closed.wait(FINISH_MARGIN):
+            _drop_if_empty(self.log_path)  # else it ends by itself; nothing of ours waits for it
         # This side's own counters, for the finish summary.
         return {**report, "dropped": self.dropped, "restarts": self.restarts}
 
@@ -424,6 +431,29 @@ def _drop_if_empty(path: Path | None) -> None:
     with contextlib.suppress(OSError):
         if path.stat().st_size == 0:
             path.unlink()
+
+
+def _reap_if_ours(pid: int | None) -> None:
+    """Reap the keeper if it became this process's child (this process is PID 1 of a container
+    or a subreaper, which inherit orphans); init reaps it everywhere else."""
+    if pid is None or _parent_of(pid) != os.getpid():
+        return
+    deadline = time.monotonic() + 1.0
+    while True:
+        try:
+            if os.waitpid(pid, os.WNOHANG)[0] or time.monotonic() > deadline:
+                return
+        except ChildProcessError:
+            return
+        time.sleep(0.01)
+
+
+def _parent_of(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return int(stat.read().rsplit(b")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def _own_pidfd() -> int | None:

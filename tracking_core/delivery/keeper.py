@@ -1,20 +1,21 @@
-"""The keeper: a writer's delivery process one step removed from the training process.
+"""The keeper: starts a writer's delivery process outside the training process's tree.
 
 :class:`~tracking_core.delivery.client.ProcessDelivery` runs this file by its path
 (``python -I -S keeper.py COMMAND...``: the standard library only, so it starts in milliseconds
-and holds a few megabytes) in a session of its own. It starts COMMAND, the delivery process, as
-its own child, says the child's pid on stdout (one line, ``{"ev": "started", "pid": N}``), lets
-go of the pipes, waits for the child and exits as the child did: with its exit code, or killed
-by the same signal. The training process therefore reads the delivery process's exit status
-from the keeper as it would from the delivery process itself (a crash in a tracker's native
-code is still charged to that tracker), and the keeper reaps the delivery process: no zombie.
+and holds a few megabytes) in a session of its own. It forks and exits at once (the training
+process reaps it); its child, now nobody's child but init's (or the nearest subreaper's), starts
+COMMAND, the delivery process, says on stdout ``{"ev": "started", "pid": N, "keeper": K}``,
+waits for it, says ``{"ev": "exited", "code": C}`` (``-SIGNAL`` for a signal, as
+:class:`subprocess.Popen` does) and exits as it did: with its exit code, or killed by the same
+signal. So the training process reads the delivery process's exit status as it would from its own
+child (a crash in a tracker's native code is still charged to that tracker), and every process
+of the three is reaped.
 
-The delivery process is then neither the training process's child nor in its process group.
-Launchers end a worker's processes by parentage and group: Ray kills a worker's direct
-children when the worker exits, and its process group. They reach the keeper; the delivery
-process, a grandchild in a session of its own, outlives them, notices that training is gone and
-delivers what the journal holds within the exit timeout, then exits (its parent gone, it is
-reaped by init or the nearest subreaper).
+That way the delivery process is in neither the training process's tree nor its process group.
+Launchers end a worker's processes by parentage and group: Ray kills a worker's direct children
+and its process group when the worker exits, other launchers walk the tree. None of them reaches
+the delivery process, which notices that training is gone, delivers what the journal holds within
+the exit timeout and exits.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import json
 import os
 import signal
 import sys
-from typing import NoReturn
+from typing import Any, NoReturn
 
 
 def _exit_as(status: int) -> NoReturn:
@@ -42,23 +43,28 @@ def _exit_as(status: int) -> NoReturn:
     os._exit(os.waitstatus_to_exitcode(status))
 
 
-def _let_go_of(fd: int) -> None:
-    """Point ``fd`` at /dev/null: only the delivery process holds the pipe now."""
-    null = os.open(os.devnull, os.O_RDWR)
-    os.dup2(null, fd)
-    os.close(null)
+def _say(event: dict[str, Any]) -> None:
+    """One event to the training process (gone already, perhaps: then to no one)."""
+    with contextlib.suppress(OSError):
+        os.write(1, (json.dumps(event) + "\n").encode())
+
+
+def _fork_or_exit() -> int:
+    try:
+        return os.fork()
+    except OSError as exc:
+        print(f"tracking-core: could not start the delivery process ({exc})", file=sys.stderr)
+        os._exit(127)
 
 
 def main(command: list[str]) -> NoReturn:
     if not command:
         print("usage: keeper.py COMMAND [ARG...]", file=sys.stderr)
         os._exit(2)
+    if _fork_or_exit():
+        os._exit(0)  # the training process reaps this one; the child is init's from now on
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the job's Ctrl-C is training's to handle
-    try:
-        pid = os.fork()
-    except OSError as exc:
-        print(f"tracking-core: could not start the delivery process ({exc})", file=sys.stderr)
-        os._exit(127)
+    pid = _fork_or_exit()
     if pid == 0:
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         try:
@@ -66,11 +72,12 @@ def main(command: list[str]) -> NoReturn:
         except OSError as exc:
             print(f"tracking-core: could not start {command[0]} ({exc})", file=sys.stderr)
         os._exit(127)
-    _let_go_of(0)
-    with contextlib.suppress(OSError):
-        os.write(1, (json.dumps({"ev": "started", "pid": pid}) + "\n").encode())
-    _let_go_of(1)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)  # the requests are the delivery process's alone
+    os.close(null)
+    _say({"ev": "started", "pid": pid, "keeper": os.getpid()})
     _, status = os.waitpid(pid, 0)
+    _say({"ev": "exited", "code": os.waitstatus_to_exitcode(status)})
     _exit_as(status)
 
 

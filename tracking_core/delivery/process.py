@@ -13,9 +13,9 @@ too, so what a tracker prints goes there; log records and Python warnings go to 
 process as ``log`` events (to the log file once it is gone). SIGINT is ignored (the job's Ctrl-C
 is the training process's to handle).
 
-Its parent is the :mod:`keeper <tracking_core.delivery.keeper>`, not the training process, so
-that a launcher ending the training process's children (Ray, when its worker exits) does not end
-delivery. It watches the training process itself: the pidfd the first line names (``training``),
+Its parent is the :mod:`keeper <tracking_core.delivery.keeper>`, outside the training process's
+tree, so that a launcher ending the training process's children (Ray, when its worker exits) or
+its tree does not end delivery. It watches the training process itself: the pidfd the first line names (``training``),
 else the training process's pid, and its stdin's end. When the training process is gone without
 a ``finish`` (SIGKILL, ``os._exit``, its Ray worker ended), the follower reads the journal to its
 end, journals the run's end as KILLED, delivers within the exit timeout and applies the
