@@ -200,6 +200,26 @@ def test_a_writer_that_completes_while_the_primary_waits_is_not_named(registry: 
     assert summary.writers == {} and summary.drained and Registry.closes == [("FINISHED", True)]
 
 
+def test_a_writer_that_goes_on_logging_is_waited_for_only_up_to_the_close(registry: type[Registry], tmp_path: Path) -> None:
+    """A writer on another host that logs on (a node's system sampler) is never caught up; once
+    it has delivered everything it logged before the primary began to close, it owes nothing."""
+    run = tracking_core.start_run(backends=["registry"], tracking_dir=tmp_path / "td")
+    Registry.states["system-r0-p97"] = _remote("system-r0-p97", role="system", journaled=50, delivered=40, through=time.time() - 5)
+
+    def heartbeat() -> None:
+        time.sleep(1.5)
+        Registry.states["system-r0-p97"] = _remote(
+            "system-r0-p97", role="system", journaled=90, delivered=80, through=time.time() - 0.2
+        )
+
+    threading.Thread(target=heartbeat, daemon=True).start()
+    started = time.monotonic()
+    summary = run.finish(timeout=20)
+    took = time.monotonic() - started
+    assert 1.4 <= took < 5, took
+    assert summary.writers == {} and Registry.closes == [("FINISHED", True)]
+
+
 def test_a_run_meant_to_fail_is_not_held_up_but_names_who_owes(registry: type[Registry], tmp_path: Path) -> None:
     run = tracking_core.start_run(backends=["registry"], tracking_dir=tmp_path / "td")
     Registry.states["critic-r0-p99"] = _remote()

@@ -37,7 +37,7 @@ from ..registry import BackendSpec
 from . import kinds
 from .journal import Acks, section_from_dict
 from .stream import Stream
-from .writers import Publisher, await_writers, identity, owing_text
+from .writers import Counts, Publisher, await_writers, identity, owing_text
 
 log = logging.getLogger("tracking_core.delivery")
 
@@ -256,6 +256,7 @@ class BackendWorker:
         self._closing = threading.Event()  # the follower finishes: ``_writers_until`` is set
         self._writers_until = 0.0
         self._verdict: tuple[RunStatus, dict[str, dict[str, Any]]] | None = None
+        self._done_ts = 0.0  # the log time of the newest record done
         #: writers of the job that still owed data when this primary closed the run here
         self.owing: dict[str, dict[str, Any]] = {}
 
@@ -609,14 +610,22 @@ class BackendWorker:
 
     def _tick(self, caught_up: bool) -> None:
         if self._publisher is not None and not self.circuit_open:
-            self._publisher.tick(self._counts(), caught_up)
+            self._publisher.tick(self._counts(idle=caught_up), caught_up)
 
-    def _counts(self) -> tuple[int, int, int]:
-        """(journaled, delivered, rejected) values as this worker knows them: what it read
-        from the journal and not delivered yet counts as journaled."""
+    def _counts(self, idle: bool = False) -> Counts:
+        """How far this backend is with the writer's values: what it read from the journal and
+        not delivered yet counts as journaled. ``idle``: it has just found nothing more to read,
+        so everything logged one flush interval ago (the writer's pump) is delivered."""
         p = self.progress
         waiting = sum(len(e["m"]) if e["t"] == "row" else 1 if e["t"] in kinds.HOOKS else 0 for e in self._pending)
-        return p.delivered + p.rejected + waiting, p.delivered, p.rejected
+        through = self._done_ts
+        if self._pending:
+            first = self._pending[0].get("ts")
+            if isinstance(first, (int, float)):
+                through = max(through, float(first) - 0.001)
+        elif idle:
+            through = max(through, time.time() - self.poll)
+        return Counts(p.delivered + p.rejected + waiting, p.delivered, p.rejected, through)
 
     def _publish(self, state: dict[str, Any]) -> bool:
         """One publication; a failure is reported once per kind and costs nothing else."""
@@ -697,6 +706,9 @@ class BackendWorker:
                 self.owed_sections[n] = str(batch[0]["section"].get("namespace"))
             elif not owed:
                 self.owed_sections.pop(n, None)
+        stamp = batch[-1].get("ts")
+        if isinstance(stamp, (int, float)):
+            self._done_ts = max(self._done_ts, float(stamp))
         # Saved now, not at the next housekeeping: a delivery process killed right after a
         # delivery must not send it again.
         self.acks.save()

@@ -29,7 +29,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from .. import settings
 
@@ -48,6 +48,17 @@ STALE_BEATS = 3
 STALE_SLACK = 2.0
 
 WRITING, COMPLETE, INCOMPLETE = "writing", "complete", "incomplete"
+
+
+class Counts(NamedTuple):
+    """How far one backend's delivery of a writer is: values journaled (read from the journal
+    so far), delivered and refused for good; ``through``: epoch seconds such that everything the
+    writer logged before it was delivered (or refused) then."""
+
+    journaled: int
+    delivered: int
+    rejected: int
+    through: float
 
 
 def sync_command(tracking_dir: str) -> str:
@@ -92,24 +103,25 @@ class Publisher:
         self._caught_up_at: float | None = None  # since when it has been caught up
         self.final = False
 
-    def state(self, state: str, journaled: int, delivered: int, rejected: int, **extra: Any) -> dict[str, Any]:
+    def state(self, state: str, counts: Counts, **extra: Any) -> dict[str, Any]:
         return {
             **self.who,
             "state": state,
-            "journaled": journaled,
-            "delivered": delivered,
-            "rejected": rejected,
+            "journaled": counts.journaled,
+            "delivered": counts.delivered,
+            "rejected": counts.rejected,
+            "through": round(counts.through, 3),
             "at": round(time.time(), 3),
             "beat": self.beat,
             **extra,
         }
 
-    def opened(self, counts: tuple[int, int, int]) -> None:
+    def opened(self, counts: Counts) -> None:
         """The run is open in the backend: the writer says it writes."""
         if self.live:
             self._send(WRITING, counts)
 
-    def tick(self, counts: tuple[int, int, int], caught_up: bool) -> None:
+    def tick(self, counts: Counts, caught_up: bool) -> None:
         """Between two batches: a heartbeat when one is due, else the news of having caught
         up (``caught_up``, for :data:`SETTLE` seconds: a finish that follows the last records at
         once publishes the final state instead) with counts not said yet, at most every
@@ -127,20 +139,20 @@ class Publisher:
         elif (
             self._caught_up_at is not None
             and now - self._caught_up_at >= SETTLE
-            and counts != self._said
+            and counts[:3] != self._said
             and since >= SPACING
         ):
             self._send(WRITING, counts)
 
-    def closed(self, counts: tuple[int, int, int], complete: bool, **extra: Any) -> None:
+    def closed(self, counts: Counts, complete: bool, **extra: Any) -> None:
         """The writer's end: ``complete`` (everything delivered, or refused for good) or not."""
         self.final = True
         self._send(COMPLETE if complete else INCOMPLETE, counts, **extra)
 
-    def _send(self, state: str, counts: tuple[int, int, int], **extra: Any) -> None:
+    def _send(self, state: str, counts: Counts, **extra: Any) -> None:
         self._last = time.monotonic()
-        self._said = counts
-        self.publish(self.state(state, *counts, **extra))
+        self._said = (counts.journaled, counts.delivered, counts.rejected)
+        self.publish(self.state(state, counts, **extra))
 
 
 # -- a finishing primary's side ------------------------------------------------------------------
@@ -156,8 +168,12 @@ def caught_up(state: Mapping[str, Any]) -> bool:
 
 
 def _at(state: Mapping[str, Any]) -> float:
+    return _number(state.get("at"))
+
+
+def _number(value: Any) -> float:
     try:
-        return float(state.get("at") or 0.0)
+        return float(value or 0.0)
     except (TypeError, ValueError):
         return 0.0
 
@@ -172,14 +188,15 @@ def silent(state: Mapping[str, Any], now: float) -> bool:
 
 
 def judge(state: Mapping[str, Any], since: float, now: float) -> str:
-    """``done`` (complete, or caught up in a publication made after ``since``), ``owing``
+    """``done`` (complete; or caught up in a publication made after ``since``, or having
+    delivered everything logged before ``since``: a writer that goes on logging), ``owing``
     (closed incomplete, or silent: dead) or ``waiting``."""
     said = state.get("state")
     if said == COMPLETE:
         return "done"
     if said == INCOMPLETE:
         return "owing"
-    if _at(state) >= since and caught_up(state):
+    if (_at(state) >= since and caught_up(state)) or _number(state.get("through")) >= since:
         return "done"
     return "owing" if silent(state, now) else "waiting"
 
