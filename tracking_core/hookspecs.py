@@ -209,8 +209,8 @@ def publish_writer(state: Mapping[str, Any], run: RunContext) -> None:
     ``state`` is plain JSON: ``label`` (the writer's key in the registry, unique per writing
     process), ``role``, ``rank``, ``host``, ``pid``, ``state`` (``writing``, ``complete`` or
     ``incomplete``), ``journaled`` and ``delivered`` (values this backend was given / took from
-    that writer so far; ``rejected`` the ones it refused), ``at`` (epoch seconds of the
-    publication), ``beat`` (seconds between its publications while it writes; 0: none),
+    that writer so far; ``rejected`` the ones it refused), ``through`` (epoch seconds: what it
+    logged before then is delivered), ``at`` (epoch seconds of the publication), ``beat`` (seconds between its publications while it writes; 0: none),
     ``tracking_dir`` (the writer's own, on its host) and ``sync`` (the command that delivers its
     leftovers there). A writer publishes ``writing`` when it has opened or attached the run, then
     as a heartbeat and when it has caught up, and ``complete`` or ``incomplete`` when it closes;
