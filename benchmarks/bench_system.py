@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from common import cpu_seconds, descendants, median, table, us
+from common import cpu_seconds, median, table, us
 
 logging.getLogger("tracking_core").setLevel(logging.ERROR)
 
@@ -82,6 +81,16 @@ def raw_reads(folder: Path, repeat: int) -> list[tuple[str, float]]:
     return rows
 
 
+def delivery_pids(run: Any, sampler: Any) -> list[int]:
+    """The delivery processes of the run's writer and of the sampler's (started through a keeper,
+    they are no descendants of this process)."""
+    writers = [run] + ([sampler.run] if sampler is not None and sampler.run is not None else [])
+    pids = [getattr(getattr(w, "_delivery", None), "pid", None) for w in writers]
+    found = [pid for pid in pids if isinstance(pid, int)]
+    assert len(found) == len(writers), f"a delivery process not found: {pids}"
+    return found
+
+
 def sampled_run(folder: Path, interval: str, seconds: float | None, samples: int | None) -> dict[str, float]:
     """A jsonl run with system metrics at ``interval`` (``"0"``: off), the main thread asleep
     until ``samples`` were taken or ``seconds`` passed; what it cost."""
@@ -97,7 +106,8 @@ def sampled_run(folder: Path, interval: str, seconds: float | None, samples: int
         while sampler.samples < 1:
             time.sleep(0.01)
     time.sleep(1.0)  # the first deliveries done: the window sees the steady state
-    helpers = {pid: cpu_seconds(pid) for pid in descendants(os.getpid())}
+    pids = delivery_pids(run, sampler)
+    helpers = {pid: cpu_seconds(pid) for pid in pids}
     process = time.process_time()
     thread = sampler.cpu_seconds if sampler else 0.0
     taken = sampler.samples if sampler else 0
@@ -112,7 +122,7 @@ def sampled_run(folder: Path, interval: str, seconds: float | None, samples: int
     out = {
         "wall": wall,
         "process": time.process_time() - process,
-        "helpers": sum(max(0.0, cpu_seconds(pid) - helpers.get(pid, 0.0)) for pid in descendants(os.getpid())),
+        "helpers": sum(max(0.0, cpu_seconds(pid) - helpers[pid]) for pid in pids),
         "samples": float(sampler.samples - taken) if sampler else 0.0,
         "thread": (sampler.cpu_seconds - thread) if sampler else 0.0,
         "start": sampler.start_cpu_seconds if sampler else 0.0,
