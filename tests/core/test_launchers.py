@@ -54,7 +54,7 @@ def test_rays_job_id_is_the_same_in_the_driver_and_its_actors() -> None:
 import json, os, ray
 from tracking_core.launchers import job_run_id
 os.environ["RAY_AUTH_MODE"] = "disabled"
-ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
+ray.init(address="local", num_cpus=1, include_dashboard=False, log_to_driver=False)  # not a cluster on the machine
 
 @ray.remote(num_cpus=0)
 def in_a_task():
