@@ -359,7 +359,6 @@ class Sampler:
         self._tracking_dir = tracking_dir
         self._fd: int | None = None
         self._stop = threading.Event()
-        self._stopped = threading.Event()
         self._warned: set[str] = set()
         self._host: HostSeries | None = None
         self._gpus: Gpus | None = None
@@ -440,7 +439,7 @@ class Sampler:
             collect=False,
             metric_prefix="",
             flush_interval=max(DEFAULT_FLUSH_INTERVAL, self.interval),
-            **self._where(),
+            tracking_dir=self._tracking_dir,
         )
         self._last = time.monotonic()
         facts = self._facts()
@@ -458,16 +457,6 @@ class Sampler:
             log.info("tracking-core: %s: GPU series only: %s", self.host, why_not)
         self.start_cpu_seconds = time.thread_time() - begun
         return True
-
-    def _where(self) -> dict[str, Any]:
-        """The writer's tracking directory: the one its caller gave, where attach takes one."""
-        import inspect
-
-        from .runs import attach
-
-        if self._tracking_dir is not None and "tracking_dir" in inspect.signature(attach).parameters:
-            return {"tracking_dir": self._tracking_dir}
-        return {}
 
     def _facts(self) -> dict[str, Any]:
         facts: dict[str, Any] = {"host": socket.gethostname(), "interval_s": self.interval}
@@ -525,7 +514,6 @@ class Sampler:
             if self._fd is not None:
                 close_quietly(self._fd)  # the lock goes: a process standing by may take over
                 self._fd = None
-            self._stopped.set()
 
     def _failed(self, what: str, exc: BaseException) -> None:
         self._warn(
@@ -638,13 +626,10 @@ def _start(handle: RunHandle, interval: float, args: Any, tracking_dir: Any) -> 
 
 
 def _local_dir(handle: RunHandle, args: Any, explicit: Any) -> Path:
-    """This process's own tracking directory for the run."""
-    from . import runs
+    """This process's own tracking directory for the run (its writers' too)."""
+    from .runs import local_tracking_dir
 
-    local = getattr(runs, "local_tracking_dir", None)
-    if local is not None:
-        return Path(local(handle, args=args, explicit=explicit))
-    return Path(explicit or handle.tracking_dir)
+    return local_tracking_dir(handle, args=args, explicit=explicit)
 
 
 def end_sampling(handle: RunHandle, tracking_dir: Any, timeout: float) -> None:
