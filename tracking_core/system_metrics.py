@@ -37,7 +37,9 @@ from NVML (``nvidia-ml-py``, the ``system`` extra). Without NVML or without a GP
 says so and the host series go on alone. A part that fails (a file of ``/proc``, a GPU NVML
 loses) is left out of that sample with one warning; the others go on, and nothing reaches the
 training loop. At exit the sampler takes a last sample (when at least a second has passed),
-finishes its writer and lets the lock go.
+finishes its writer and lets the lock go. The primary's ``finish`` ends its node's sampling
+first (:func:`end_sampling`), so that the last samples come before the close; other nodes sample
+until their processes exit.
 """
 
 from __future__ import annotations
