@@ -340,7 +340,11 @@ class BackendWorker:
         try:
             if not self._connect():
                 return
-            self._start_publishing()
+            try:
+                self._start_publishing()
+            except Exception:  # noqa: BLE001 - the registry never holds up a record
+                log.exception("tracking-core's writer registry hit an internal error in %r", self.name)
+                self._publisher = None
             while not self._stop.is_set():
                 batch = self._next_batch()
                 if not batch:
@@ -550,10 +554,13 @@ class BackendWorker:
             status, owing = self._verdict_on(meant, float(entry.get("ts") or time.time()))
         ok, result = self._try("close_run", status=status, run=self.context)
         if ok and self._publisher is not None:
-            extra: dict[str, Any] = {}
-            if owing:
-                extra = {"incomplete": {label: owing_text(e) for label, e in owing.items()}, "intended_status": meant.value}
-            self._publisher.closed(self._counts(), complete=not self.progress.owed, **extra)
+            try:
+                extra: dict[str, Any] = {}
+                if owing:
+                    extra = {"incomplete": {label: owing_text(e) for label, e in owing.items()}, "intended_status": meant.value}
+                self._publisher.closed(self._counts(), complete=not self.progress.owed, **extra)
+            except Exception:  # noqa: BLE001 - the registry never keeps the end from its ack
+                log.exception("tracking-core's writer registry hit an internal error in %r", self.name)
         return ok, result
 
     def _verdict_on(self, meant: RunStatus, since: float) -> tuple[RunStatus, dict[str, dict[str, Any]]]:
@@ -565,14 +572,17 @@ class BackendWorker:
                 # The follower says when it finishes (it may do so just after the end arrives).
                 self._closing.wait(NOT_OPEN_PATIENCE)
                 until = self._writers_until if meant is RunStatus.FINISHED else 0.0
-                owing = await_writers(
-                    self._read_writers,
-                    own=str((self._who or {}).get("label") or self.context.label),
-                    tracking_dir=self.context.tracking_dir,
-                    since=since,
-                    until=until,
-                    stop=self._stop,
-                )
+                try:
+                    owing = await_writers(
+                        self._read_writers,
+                        own=str((self._who or {}).get("label") or self.context.label),
+                        tracking_dir=self.context.tracking_dir,
+                        since=since,
+                        until=until,
+                        stop=self._stop,
+                    )
+                except Exception:  # noqa: BLE001 - the registry never keeps a run from closing
+                    log.exception("tracking-core could not judge the writers of run %s in %r", self.context.run_id, self.name)
             self.owing = owing
             failed = bool(owing) and meant is RunStatus.FINISHED
             self._verdict = (RunStatus.FAILED if failed else meant, owing)
@@ -609,8 +619,13 @@ class BackendWorker:
         self._publisher.opened(self._counts())
 
     def _tick(self, caught_up: bool) -> None:
-        if self._publisher is not None and not self.circuit_open:
+        if self._publisher is None or self.circuit_open:
+            return
+        try:
             self._publisher.tick(self._counts(idle=caught_up), caught_up)
+        except Exception:  # noqa: BLE001 - the registry never holds up a record
+            log.exception("tracking-core's writer registry hit an internal error in %r", self.name)
+            self._publisher = None
 
     def _counts(self, idle: bool = False) -> Counts:
         """How far this backend is with the writer's values: what it read from the journal and

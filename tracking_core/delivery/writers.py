@@ -211,7 +211,7 @@ def handled_here(state: Mapping[str, Any], tracking_dir: str | os.PathLike[str])
         return False
     try:
         return Path(theirs).resolve() == Path(tracking_dir).resolve()
-    except OSError:
+    except (OSError, RuntimeError, ValueError):  # a loop of links, a NUL in the path
         return False
 
 
