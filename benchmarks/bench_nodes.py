@@ -314,6 +314,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=1, help="the server's uvicorn workers")
     parser.add_argument("--start-timeout", type=float, default=240.0)
     parser.add_argument("--json", default=None, help="also write the raw figures here")
+    parser.add_argument("--keep", default=None, metavar="DIR", help="keep each K's nodes, logs and store under DIR")
     opts = parser.parse_args()
     from tests.helpers.nodes import unshare_available
 
@@ -321,6 +322,9 @@ def main() -> None:
         sys.exit("bench_nodes needs root and unshare: each simulated node is a UTS namespace")
     results = []
     for k in (int(x) for x in opts.nodes.split(",")):
+        if opts.keep:  # the nodes' directories and logs stay, to be read after
+            results.append(one(k, opts, Path(tempfile.mkdtemp(prefix=f"bench-nodes-{k}-", dir=opts.keep))))
+            continue
         with tempfile.TemporaryDirectory(prefix=f"bench-nodes-{k}-") as tmp:
             results.append(one(k, opts, Path(tmp)))
         print(f"K={k}: {results[-1]['requests'] / results[-1]['seconds']:.2f} requests/s", file=sys.stderr)

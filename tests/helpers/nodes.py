@@ -8,8 +8,13 @@ node is simulated by
   detached into a new session alike;
 * a **directory** of its own under the test's tmp dir: ``tracking/`` ($TRACKING_CORE_DIR),
   ``work/`` (the working directory), ``tmp/`` ($TMPDIR) and ``logs/`` (what each command printed);
-* an **environment** of its own: the test's environment without any ``TRACKING_CORE_*`` or
-  ``MLFLOW_*`` variable (a node is told only what the test tells it), ``env`` on top.
+* an **environment** of its own: the test's environment without any ``TRACKING_CORE_*``,
+  ``MLFLOW_*`` or ``PYTEST_*`` variable (a node is told only what the test tells it), the
+  node's ``env`` and then the command's on top.
+
+Each command started on a node gets a namespace of its own with the node's hostname: a command
+run after the node was lost (``tracking-core sync`` on the node that comes back) is the same
+host to tracking-core, and ``NodeProcess.kill`` ends one command without the rest of the node.
 
 >>> node = SimulatedNode("node1", tmp_path, env={"MLFLOW_TRACKING_URI": server.uri})
 >>> proc = node.start([sys.executable, "train.py"])   # runs with hostname node1
@@ -26,7 +31,8 @@ touched: a process is the node's exactly when its ``/proc/<pid>/ns/uts`` is one 
 :class:`Link` is a node's route to a server (a TCP relay on 127.0.0.1) that the test can hold:
 while held, what the node sends waits unread, as behind a congested or partitioned network, and
 :meth:`Link.sever` drops every connection with what it held (so nothing a dead node sent arrives
-later). The fixture ``simulated_nodes`` makes nodes that are closed when the test ends.
+later). The fixture ``simulated_nodes`` is a list the test appends its nodes to; each is killed
+when the test ends.
 """
 
 from __future__ import annotations
