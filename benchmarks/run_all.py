@@ -41,6 +41,8 @@ BENCHMARKS = [
     ("bench_journal.py", [], ["--calls", "50000", "--paced-seconds", "5"]),  # disk use
     ("bench_records.py", [], ["--tables", "60", "--files", "2", "--file-mib", "16", "--rounds", "1"]),
     ("bench_demo.py", [], []),
+    ("bench_system.py", [], ["--samples", "20", "--seconds", "5"]),  # the per-node sampler's cost
+    ("bench_nodes.py", ["--nodes", "1,2,4,8"], ["--nodes", "1", "--seconds", "10"]),  # root: unshare --uts
 ]
 
 
