@@ -48,12 +48,12 @@ def thread_cpu(fn: Callable[[], Any], repeat: int) -> float:
 
 
 def raw_reads(folder: Path, repeat: int) -> list[tuple[str, float]]:
-    from tracking_core import system_metrics
+    from tracking_core import system_readers
 
     rows: list[tuple[str, float]] = []
-    reader, _ = system_metrics.host_reader("/proc") if Path("/proc/stat").exists() else (None, "")
+    reader, _ = system_readers.host_reader("/proc") if Path("/proc/stat").exists() else (None, "")
     if reader is not None:
-        series = system_metrics.HostSeries(reader, folder)
+        series = system_readers.HostSeries(reader, folder)
 
         def proc_sample() -> None:
             for _, part in series.parts():
@@ -72,7 +72,7 @@ def raw_reads(folder: Path, repeat: int) -> list[tuple[str, float]]:
             psutil.net_io_counters(pernic=True)
 
         rows.append((f"raw psutil {psutil.__version__} sample (cpu_times, virtual_memory, disk_usage, net_io_counters)", thread_cpu(psutil_sample, repeat)))
-    gpus, why = system_metrics.Gpus.open()
+    gpus, why = system_readers.Gpus.open()
     if gpus is not None:
         rows.append((f"raw NVML read ({len(gpus.handles)} GPU(s): utilization, memory, power, temperature)", thread_cpu(lambda: gpus.read(lambda *_: None), repeat)))
         gpus.close()

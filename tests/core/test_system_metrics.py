@@ -25,7 +25,7 @@ from tracking_jsonl.reader import find_run, read_run
 import tracking_core
 from tests.helpers.subprocess_python import finish_python, python_env, start_python
 from tracking_core import options as opts
-from tracking_core import settings, system_metrics
+from tracking_core import settings, system_metrics, system_readers
 
 ROOT = Path(tracking_core.__file__).resolve().parents[1]  # the tree under test, for the workers
 FAST = "0.2"  # seconds between samples in these tests
@@ -161,7 +161,7 @@ def _check_host_ranges(series: dict[str, list[tuple[int, float]]], total_gib: fl
 
 
 def _total_gib() -> float:
-    return system_metrics.ProcReader().memory()[0] / system_metrics.GIB
+    return system_readers.ProcReader().memory()[0] / system_readers.GIB
 
 
 def _mlflow_run(client: Any, run_id: str, timeout: float = 90.0) -> Any:
@@ -225,9 +225,9 @@ def test_each_reader_gives_the_host_series_in_range(prefer: str, tmp_path: Path)
         pytest.importorskip("psutil", reason="psutil is not installed here")
     if prefer == "/proc" and not Path("/proc/stat").exists():
         pytest.skip("no /proc here")
-    reader, why = system_metrics.host_reader(prefer)
+    reader, why = system_readers.host_reader(prefer)
     assert reader is not None and reader.source == prefer, why
-    series = system_metrics.HostSeries(reader, tmp_path)
+    series = system_readers.HostSeries(reader, tmp_path)
     deadline = time.perf_counter() + 0.3
     while time.perf_counter() < deadline:  # some CPU time to measure
         sum(range(10_000))
@@ -242,9 +242,9 @@ def test_each_reader_gives_the_host_series_in_range(prefer: str, tmp_path: Path)
 
 
 def test_the_disk_is_named_by_its_mount_point(tmp_path: Path) -> None:
-    assert system_metrics.mount_key("/") == "root"
-    assert system_metrics.mount_key("/data/nvme0") == "data_nvme0"
-    mount = system_metrics.mount_of(tmp_path / "not" / "yet")
+    assert system_readers.mount_key("/") == "root"
+    assert system_readers.mount_key("/data/nvme0") == "data_nvme0"
+    mount = system_readers.mount_of(tmp_path / "not" / "yet")
     assert os.path.ismount(mount) and str(tmp_path.resolve()).startswith(mount)
 
 
@@ -279,7 +279,7 @@ def test_host_series_reach_jsonl_in_range(tmp_path: Path) -> None:
     # training logged every step, and no system series under any other name
     assert run.metric_counts()["train/loss"] == done["steps"]
     assert {m["name"].split("/")[0] for m in run.metrics} == {"train", "system"}
-    gpus, why = system_metrics.Gpus.open()
+    gpus, why = system_readers.Gpus.open()
     if gpus is None:  # without NVML or a GPU: host series only, said once
         assert not [n for n in series if n.startswith("gpu")]
         assert stderr.count("host series only") == 1 and why in stderr, stderr[-3000:]
@@ -509,7 +509,7 @@ def test_a_failing_sample_does_not_stop_training(tmp_path: Path) -> None:
 
 # -- GPUs --------------------------------------------------------------------------------------
 def _gpus() -> tuple[int, str]:
-    gpus, why = system_metrics.Gpus.open()
+    gpus, why = system_readers.Gpus.open()
     if gpus is None:
         return 0, why
     count = len(gpus.handles)
