@@ -321,7 +321,6 @@ class MlflowBackend:
         if run.primary:
             self._reopen(client, found.info.status)
             return self._handle_entry()
-        self._tag_writer(client, run)
         return None
 
     def _attach_by_tag(self, run: RunContext, where: Mapping[str, Any]) -> dict[str, Any]:
@@ -346,14 +345,7 @@ class MlflowBackend:
         self.run_id = found.info.run_id
         self.media.seed(self.run_id, found.data.tags)
         self._primary_state = _primary_writer(found.data.tags)
-        self._tag_writer(client, run)
         return self._handle_entry()
-
-    def _tag_writer(self, client: MlflowClient, run: RunContext) -> None:
-        if run.role:
-            assert self.run_id is not None
-            key = mlflow_tag_key(f"tracking_core.writer/{run.role}")
-            self._call(client.set_tag, self.run_id, key, run.label)
 
     # -- config --------------------------------------------------------------------------------
     @hookimpl

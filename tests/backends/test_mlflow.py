@@ -262,7 +262,10 @@ def test_server_round_trip(
     tags = data.data.tags
     assert tags["mlflow.runName"] == "ppo-qwen3" and tags["tracking_core.run_id"] == run.run_id
     assert tags["team"] == "rl" and tags["sweep"] == "s1" and tags["launcher"] == "pytest"
-    assert tags["tracking_core.writer/actor"].startswith("actor-")
+    # the writer registry: each writer once, by its label, with its role
+    writers = {k: json.loads(v) for k, v in tags.items() if k.startswith("tracking_core.writer.")}
+    assert sorted(w["role"] or "primary" for w in writers.values()) == ["actor", "critic", "primary", "rollout"], writers
+    assert all(w["state"] == "complete" for w in writers.values()), writers
 
     # Config: params, lossless JSON artifacts, renamed/cut keys listed, the change recorded.
     _check_config(client, run_id, LAUNCH, None, latest={**LAUNCH, "num_rollout": 10})

@@ -239,7 +239,6 @@ def test_mlflow_secondary_with_only_the_target_finds_the_run_by_tag(
     primary.close_run(status=RunStatus.FINISHED, run=ctx)
 
     run = client.get_run(entry["run_id"])
-    assert run.data.tags["tracking_core.writer/actor"] == actor.label
     assert [(m.step, m.value) for m in client.get_metric_history(run.info.run_id, "actor/loss")] == [
         (3, 0.5)
     ]
