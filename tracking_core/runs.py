@@ -44,6 +44,7 @@ from .records import ConfigSection, RunStatus
 from .registry import BackendSpec
 from .selection import resolve_backend_names
 from .summary import FinishSummary
+from .system_metrics import ROLE as SYSTEM_ROLE
 from .writer import decide_writer
 
 log = logging.getLogger("tracking_core.runs")
@@ -169,6 +170,8 @@ class Run:
         self.metric_prefix = prefix
         # The journal folder's and the writer's run folders' name: the role as a file name.
         who = "primary" if primary else f"{path_part(role, 'role')}-r{rank if rank is not None else 0}"
+        if role == SYSTEM_ROLE:  # one per node: the host tells them apart (pids repeat in containers)
+            who = f"{SYSTEM_ROLE}-{path_part(socket.gethostname(), 'host name')}"
         self.label = f"{who}-p{os.getpid()}"
         self.exit_timeout = settings.exit_timeout()
         self.finished: FinishSummary | None = None
