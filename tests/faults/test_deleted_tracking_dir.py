@@ -37,6 +37,16 @@ from tracking_core.delivery.journal import (
 STEPS = 1500
 
 
+def _delete_while_running(td: Path) -> None:
+    """Delete ``td`` under a running job at once, as a cleaner does. The job writes into it all the
+    time (journal segments, delivery's progress), so a plain ``rmtree`` can find a file made after
+    it listed a folder and fail with "Directory not empty": the directory is moved aside in one
+    step (its path is gone, what is open in it stays open, as with ``rm -rf``), then removed."""
+    gone = td.with_name(td.name + ".deleted")
+    td.rename(gone)
+    shutil.rmtree(gone)
+
+
 # -- the journal itself, step by step ------------------------------------------------------------
 def _lines(first: int, count: int) -> bytes:
     return b"".join(
@@ -177,7 +187,7 @@ def test_the_tracking_dir_deleted_mid_run(
     td = tmp_path / "td"
     job = jobs(JOB, faults.env(), args=[mlflow_server.uri, td, "finish"])
     job.readline_until("HALF")
-    shutil.rmtree(td)
+    _delete_while_running(td)
     job.wait(90)
     result = job.result
     summary = result["summary"]
@@ -215,7 +225,7 @@ def test_deleted_then_killed_sync_delivers_the_rest(
     job = jobs(JOB, faults.env(), args=[mlflow_server.uri, td, "kill"])
     delivery = int(job.readline_until("DELIVERY "))
     job.readline_until("HALF")
-    shutil.rmtree(td)
+    _delete_while_running(td)
     job.readline_until("LOGGED")
     time.sleep(1.5)  # three flush intervals: step 1200 is journaled, in the folder made again
     [folder] = [p.parent for p in (td / "journal").rglob(META)]
@@ -268,7 +278,7 @@ def test_deleted_then_killed_at_once_the_delivery_process_finishes(
     )
     run_id = json.loads(job.readline_until("RESULT "))["run_id"]
     job.readline_until("LOGGED")
-    shutil.rmtree(td)
+    _delete_while_running(td)
     job.kill()
     job.wait(30, check=False)
     deadline = time.monotonic() + 30

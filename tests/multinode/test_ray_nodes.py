@@ -151,7 +151,6 @@ def ray_nodes(
     with pytest.MonkeyPatch.context() as mp:
         for name in [k for k in os.environ if k.startswith(("TRACKING_CORE_", "MLFLOW_"))]:
             mp.delenv(name)
-        mp.setenv("RAY_AUTH_MODE", "disabled")
         mp.setenv("MLFLOW_TRACKING_URI", mlflow_server.uri)
         # Not the machine's "current cluster" (/tmp/ray/ray_current_cluster), which a bare
         # ray.init() elsewhere on this machine would join: this driver names its address.
@@ -170,7 +169,6 @@ def ray_nodes(
                 tmp_path / "nodes",
                 env={
                     "PYTHONPATH": os.pathsep.join(p for p in sys.path if p),
-                    "RAY_AUTH_MODE": "disabled",
                     "OMP_NUM_THREADS": "1",
                 },
             )
