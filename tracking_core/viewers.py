@@ -119,12 +119,12 @@ def _swanlab_lines(entry: Mapping[str, Any]) -> list[str]:
     if mode == "local":
         return [f"SwanLab (local): {runnable('swanlab')} watch {log_dir}   (needs swanlab[dashboard])"]
     # Offline: one directory per writer, uploaded into one experiment (the plugin's rule).
-    from tracking_swanlab.options import sync_commands
+    from tracking_swanlab.options import BANNER_NOTE, sync_commands
 
     commands = sync_commands(str(log_dir), str(entry.get("id"))) if log_dir else []
     head = f"SwanLab offline run {entry.get('id')} in {log_dir}: upload it with"
     tool = runnable("swanlab")
-    return [head] + [f"  {tool}{c[len('swanlab'):]}" for c in commands]
+    return [head] + [f"  {tool}{c[len('swanlab'):]}" for c in commands] + [f"  ({BANNER_NOTE})"]
 
 
 def _mlflow_run_url(base: str, entry: Mapping[str, Any]) -> str:

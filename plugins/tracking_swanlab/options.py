@@ -235,3 +235,12 @@ def sync_commands(log_dir: str | os.PathLike[str], run_id: str) -> list[str]:
     primary = [p for p in dirs if p.name.split(f"-{run_id}-", 1)[-1].startswith("primary")]
     ordered = [p for p in dirs if p not in primary] + primary
     return [f"swanlab sync --id {run_id} {p}" for p in ordered]
+
+
+#: SwanLab's own start banner, printed by each writer in offline mode, says "Run `swanlab sync
+#: <run dir>` to sync this run", without ``--id``; uploaded that way, each writer's directory
+#: becomes an experiment of its own. Printed under :func:`sync_commands` so nobody follows it.
+BANNER_NOTE = (
+    "SwanLab's own banner suggests `swanlab sync <dir>` without --id; use the commands here, with "
+    "--id, so that every writer's directory goes into the one experiment and the run is not duplicated"
+)

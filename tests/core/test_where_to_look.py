@@ -36,3 +36,23 @@ def test_wandb_offline_lines_cover_every_node(tmp_path: Path) -> None:
         check=True,
     )
     assert shown.stdout.strip() == str(run_dir)
+
+
+def test_swanlab_offline_lines_say_which_sync_command_to_follow(tmp_path: Path) -> None:
+    """SwanLab's own banner prints ``swanlab sync <dir>`` without ``--id``; the closing lines give
+    one command per writer, each with ``--id``, and say that those are the ones to run."""
+    log_dir = tmp_path / "swanlog"
+    for label in ("actor-r0-p1", "primary-p0"):
+        (log_dir / f"run-20261203_000000-r1-{label}").mkdir(parents=True)
+    handle = RunHandle(
+        run_id="r1",
+        name="r1",
+        tracking_dir=str(tmp_path),
+        backends={"swanlab": {"mode": "offline", "id": "r1", "log_dir": str(log_dir)}},
+    )
+    head, *commands, note = where_to_look(handle)
+    assert head == f"SwanLab offline run r1 in {log_dir}: upload it with"
+    assert len(commands) == 2 and all(" sync --id r1 " in c for c in commands), commands
+    assert commands[-1].endswith("-r1-primary-p0")  # the primary's last
+    assert "banner" in note and "`swanlab sync <dir>`" in note and "without --id" in note
+    assert "use the commands here, with --id" in note and "not duplicated" in note
