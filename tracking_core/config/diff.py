@@ -295,9 +295,10 @@ def diff_command(
 
     ``run`` is a run directory or a run id (or a unique prefix of one) under
     ``<tracking_dir>/runs/``; each namespace is read from ``<run_dir>/config/<namespace>.json``
-    (``launch`` names the launch config). With more than two roles, the first is compared with
-    each of the others. Returns 0, or 2 when a run or config cannot be read (the reason on
-    stderr); with ``exit_code`` (like ``git diff --exit-code``) 1 when there are differences.
+    (``launch`` names the launch config). With more than two roles, every key that is not the
+    same in all of them is one row with its value in each (:mod:`.side_by_side`). Returns 0,
+    or 2 when a run or config cannot be read (the reason on stderr); with ``exit_code`` (like
+    ``git diff --exit-code``) 1 when there are differences.
     """
     roles = list(roles)
     if len(roles) < 2:
@@ -327,12 +328,13 @@ def diff_command(
                 file=sys.stderr,
             )
             return 2
-    base = roles[0]
-    differs = False
-    for i, other in enumerate(roles[1:]):
-        result = diff_configs(values[base], values[other])
-        differs = differs or bool(result)
-        if len(roles) > 2:
-            print(("\n" if i else "") + f"== {base} vs {other} ==")
-        sys.stdout.write(result.format_table(base, other))
-    return 1 if (exit_code and differs) else 0
+    if len(values) > 2:
+        from .side_by_side import compare_configs
+
+        table = compare_configs(values)
+        sys.stdout.write(table.format_table())
+        return 1 if (exit_code and table) else 0
+    base, other = list(values)[0], list(values)[-1]  # a role named twice is one config
+    result = diff_configs(values[base], values[other])
+    sys.stdout.write(result.format_table(base, other))
+    return 1 if (exit_code and result) else 0
