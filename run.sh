@@ -30,6 +30,7 @@ setup() {
     fi
 }
 
+USAGE="usage: ./run.sh demo [options] | ./run.sh ui [RUN] [options] | ./run.sh test [pytest options]"
 cmd=${1:-}
 shift || true
 case "$cmd" in
@@ -49,8 +50,16 @@ case "$cmd" in
         "$VENV/bin/mypy"  # the core, with the settings in setup.cfg
         exec "$VENV/bin/python" -m pytest -q "$@"
         ;;
+    -h|--help|help)
+        echo "$USAGE"
+        ;;
+    "")
+        echo "$USAGE" >&2
+        exit 2
+        ;;
     *)
-        echo "usage: ./run.sh demo [options] | ./run.sh ui [RUN] [options] | ./run.sh test [pytest options]" >&2
+        echo "./run.sh: unknown command '$cmd' (the commands: demo, ui, test)" >&2
+        echo "$USAGE" >&2
         exit 2
         ;;
 esac

@@ -11,10 +11,41 @@ import argparse
 import json
 import logging
 import os
+import shutil
 import sys
+import textwrap
 from collections.abc import Sequence
+from typing import Any, NoReturn
 
 from . import options as opts
+from . import settings
+
+#: A one-line usage longer than this is said as ``usage: <prog> [options]`` in an error.
+USAGE_WIDTH = 160
+
+
+class CommandParser(argparse.ArgumentParser):
+    """An argument parser whose mistakes are said in three short lines: the command's usage on
+    one line, the error, and where the full option list is (``--help``), instead of a usage
+    message that runs over a screen (the demo's parser holds every tracker's options)."""
+
+    def one_line_usage(self) -> str:
+        formatter = argparse.HelpFormatter(prog=self.prog, width=10_000)
+        formatter.add_usage(self.usage, self._actions, self._mutually_exclusive_groups)
+        usage = " ".join(formatter.format_help().split())
+        return usage if len(usage) <= USAGE_WIDTH else f"usage: {self.prog} [options]"
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.one_line_usage()}\n{self.prog}: error: {message}\nsee `{self.prog} --help`\n")
+
+
+class _TwoOrMore(argparse.Action):
+    """``nargs="+"`` that needs at least two values (``--roles actor critic [launch ...]``)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option_string: str | None = None) -> None:
+        if len(values) < 2:
+            parser.error(f"argument {option_string}: needs two or more roles to compare, got {' '.join(values)}")
+        setattr(namespace, self.dest, list(values))
 
 
 def _cmd_plugins(ns: argparse.Namespace) -> int:
@@ -124,9 +155,14 @@ def _show_jsonl_dir(path: os.PathLike[str], limit: int) -> int:
 
 
 def _cmd_diff(ns: argparse.Namespace) -> int:
-    from .config import diff_command
+    from .config.diff import diff_command
 
-    return diff_command(ns.run, ns.roles, opts.tracking_dir(ns))
+    run = ns.run
+    if not run:  # the latest run, as for show and ui
+        from .saved_runs import find_saved_run
+
+        run = str(find_saved_run(None, opts.tracking_dir(ns)).run_dir)
+    return diff_command(run, ns.roles, opts.tracking_dir(ns))
 
 
 def _cmd_sync(ns: argparse.Namespace) -> int:
@@ -211,33 +247,83 @@ def _cmd_demo(ns: argparse.Namespace) -> int:
     from slime_integration.demo.driver import build_parser as demo_parser
     from slime_integration.demo.driver import run_demo
 
-    return run_demo(demo_parser().parse_args(ns.demo_argv))
+    own = demo_parser()
+    parser = CommandParser(prog=own.prog, description=own.description, parents=[own], add_help=False)
+    argv = list(ns.demo_argv)
+    if ns.tracking_dir and not any(a == "--tracking-dir" or a.startswith("--tracking-dir=") for a in argv):
+        argv = ["--tracking-dir", ns.tracking_dir, *argv]  # given before `demo`
+    return run_demo(parser.parse_args(argv))
+
+
+TRACKING_DIR_HELP = f"default: ${settings.DIR}, else ./{opts.DEFAULT_TRACKING_DIR}"
+
+
+def _tracking_dir(parser: argparse.ArgumentParser, help: str = TRACKING_DIR_HELP) -> None:
+    # SUPPRESS: left out, it does not overwrite the value given before the subcommand.
+    parser.add_argument("--tracking-dir", default=argparse.SUPPRESS, metavar="DIR", help=help)
+
+
+def settings_help(width: int | None = None) -> str:
+    """Every ``TRACKING_CORE_*`` setting with what it does (:data:`tracking_core.settings.ALL`),
+    for ``tracking-core --help`` (``width``: the terminal's, as argparse wraps its help)."""
+    if width is None:
+        width = shutil.get_terminal_size().columns - 2
+    name_width = max(len(name) for name in settings.ALL) + 2
+    lines = ["settings (environment variables; where an option is named beside one, the option wins):"]
+    for name, what in settings.ALL.items():
+        wrapped = textwrap.wrap(what, width=max(40, width - name_width - 2)) or [""]
+        lines.append(f"  {name:<{name_width}}{wrapped[0]}")
+        lines += [f"  {'':<{name_width}}{more}" for more in wrapped[1:]]
+    return "\n".join(lines)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="tracking-core",
         description="Tracker-agnostic experiment tracking for distributed training jobs.",
+        epilog=settings_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser.add_argument(
+        "--tracking-dir",
+        default=None,
+        metavar="DIR",
+        help=f"the tracking directory, for every subcommand (the same as after it; {TRACKING_DIR_HELP})",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("plugins", help="list installed plugins, their backends and hooks")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    _tracking_dir(p, "accepted, and not used: plugins are found among the installed packages, not in a tracking directory")
     p.set_defaults(func=_cmd_plugins)
 
     p = sub.add_parser(
         "show", help="a run: its trackers and where, last metric values, configs per namespace"
     )
     p.add_argument("run", nargs="?", default=None, help="a run directory, handle.json or run id (default: the latest run); or a jsonl run directory")
-    p.add_argument("--tracking-dir", default=None, help="default: $TRACKING_CORE_DIR or ./tracking-runs")
+    _tracking_dir(p)
     p.add_argument("--limit", type=int, default=40, help="config keys per namespace and series per tracker shown")
     p.set_defaults(func=_cmd_show)
 
-    p = sub.add_parser("diff", help="config difference between roles of a run")
-    p.add_argument("run", help="a run directory, or a run id under the tracking directory")
-    p.add_argument("--roles", nargs=2, default=["actor", "critic"], metavar="ROLE")
-    p.add_argument("--tracking-dir", default=None)
+    p = sub.add_parser(
+        "diff",
+        help="config difference between roles of a run",
+        description="How the saved configs of two or more namespaces of a run differ. Two: one "
+        "row per differing key with both values and the kind of change. More (--roles actor "
+        "critic launch): one row per key that is not the same in all of them, with its value in "
+        "each.",
+    )
+    p.add_argument("run", nargs="?", default=None, help="a run directory, or a run id under the tracking directory (default: the latest run)")
+    p.add_argument(
+        "--roles",
+        nargs="+",
+        action=_TwoOrMore,
+        default=["actor", "critic"],
+        metavar="ROLE",
+        help="two or more namespaces (default: actor critic)",
+    )
+    _tracking_dir(p)
     p.set_defaults(func=_cmd_diff)
 
     p = sub.add_parser(
@@ -254,7 +340,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="a tracking directory, journal folder or file (default: this process's tracking "
         "directory: --tracking-dir, else $TRACKING_CORE_DIR, else ./tracking-runs)",
     )
-    p.add_argument("--tracking-dir", default=None)
+    _tracking_dir(p)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument(
         "--timeout",
@@ -275,7 +361,7 @@ def build_parser() -> argparse.ArgumentParser:
         "directory, wait until they answer, print their URLs; Ctrl-C stops them.",
     )
     p.add_argument("run", nargs="?", default=None, help="a run directory, handle.json or run id (default: the latest run)")
-    p.add_argument("--tracking-dir", default=None, help="default: $TRACKING_CORE_DIR or ./tracking-runs")
+    _tracking_dir(p)
     p.add_argument("--trackers", default=None, help="only these, comma-separated (default: every tracker of the run)")
     p.add_argument("--host", default="127.0.0.1", help="interface to serve on (default 127.0.0.1)")
     p.add_argument("--mlflow-port", type=int, default=None, help="default 5000, or the next free port")
@@ -284,8 +370,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dry-run", action="store_true", help="print the commands instead of starting them")
     p.set_defaults(func=_cmd_ui)
 
-    # No arguments here: everything after `demo` (its --help included) goes to the demo's own
-    # parser when the command runs (see _cmd_demo and main).
+    # No arguments here: everything after `demo` (its --help and --tracking-dir included) goes to
+    # the demo's own parser when the command runs (see _cmd_demo and main).
     p = sub.add_parser(
         "demo",
         add_help=False,

@@ -34,11 +34,14 @@ class UnknownBackend(TrackingError, ValueError):
 
 
 class BackendUnavailable(TrackingError, ImportError):
-    def __init__(self, name: str, missing: Sequence[str], extra: str | None) -> None:
+    def __init__(
+        self, name: str, missing: Sequence[str], extra: str | None, hint: str | None = None
+    ) -> None:
         self.name = name
         self.missing = list(missing)
         self.extra = extra
-        hint = (
+        # ``hint``: the command that installs it (BackendSpec.install_command)
+        hint = hint or (
             f'pip install "tracking-core[{extra}]"' if extra else f"pip install {' '.join(missing)}"
         )
         super().__init__(

@@ -168,6 +168,8 @@ class PluginManager:
             registrar = BackendRegistrar()
             for impl in self._ordered_impls("register_backends"):
                 registrar.plugin = impl.plugin_name
+                info = self.plugins.get(impl.plugin_name)
+                registrar.distribution = info.distribution if info is not None else None
                 try:
                     self._only(impl.plugin, "register_backends")(register=registrar)
                 except Exception as exc:  # noqa: BLE001
@@ -185,7 +187,9 @@ class PluginManager:
                     info.backends.append(spec.name)
                 missing = spec.missing()
                 if missing:  # said as selecting it would say it (BackendUnavailable)
-                    info.missing[spec.name] = str(BackendUnavailable(spec.name, missing, spec.extra))
+                    info.missing[spec.name] = str(
+                        BackendUnavailable(spec.name, missing, spec.extra, spec.install_command(missing))
+                    )
                 else:
                     info.missing.pop(spec.name, None)
             self._backends = registrar.specs

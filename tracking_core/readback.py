@@ -5,8 +5,8 @@ of the run and where its data went. The configs of every namespace are read from
 directory (tracking-core keeps each one losslessly there, whatever the trackers), and each
 tracker that has a local reader is asked what it holds — with the tracker's own client: MLflow's
 ``MlflowClient`` on the recorded tracking URI, TensorBoard's event accumulator on the log
-directory, ``wandb leet inspect`` on W&B's offline files, the jsonl files as written — so what is
-shown is what that tracker will show. A tracker that cannot be read (library missing, server
+directory, ``wandb leet inspect`` on W&B's offline files, trackio's ``SQLiteStorage`` on its
+local database, the jsonl files as written — so what is shown is what that tracker will show. A tracker that cannot be read (library missing, server
 down) is reported on its line; the others are still read.
 """
 
@@ -206,13 +206,53 @@ def _read_jsonl(entry: Mapping[str, Any], handle: RunHandle) -> TrackerReport:
     return report
 
 
+def _read_trackio(entry: Mapping[str, Any], handle: RunHandle) -> TrackerReport:
+    from tracking_trackio.backend import STATUS_KEY, load_storage
+    from tracking_trackio.options import project_file, show_command
+
+    directory, project = Path(str(entry.get("dir") or "")), str(entry.get("project") or "")
+    run_id = str(entry.get("run_id") or handle.run_id)
+    database = directory / project_file(project)
+    report = TrackerReport("trackio", f"run {entry.get('run')} ({run_id}) in project {project}, {database}")
+    if not database.is_file():
+        report.error = f"trackio's database {database} does not exist (moved or deleted?)"
+        return report
+    storage = load_storage(directory)  # trackio's own reader, on the run's data directory
+    config = storage.get_run_config(project, run_id=run_id) or {}
+    report.status = str(config[STATUS_KEY]) if config.get(STATUS_KEY) else None
+    rows = storage.get_logs(project, run_id=run_id)
+    report.detail = f"{len(rows)} rows; open it with: {show_command(entry)}"
+    for row in rows:  # in the order trackio stored them: a later row at the same step wins
+        step = row.get("step")
+        for key, value in row.items():
+            if key in ("step", "timestamp") or not isinstance(value, (int, float)) or isinstance(value, bool):
+                continue
+            current = report.last.get(key)
+            if current is None or step is None or current[1] is None or int(step) >= current[1]:
+                report.last[key] = (float(value), None if step is None else int(step))
+    return report
+
+
 #: Trackers with a local reader; any other tracker is listed with where its data went.
 READERS: dict[str, Callable[[Mapping[str, Any], RunHandle], TrackerReport]] = {
     "mlflow": _read_mlflow,
     "tensorboard": _read_tensorboard,
     "wandb": _read_wandb,
     "jsonl": _read_jsonl,
+    "trackio": _read_trackio,
 }
+
+
+def _install_command(tracker: str, exc: ImportError) -> str:
+    """What installs the reader of ``tracker``: the extra of the plugin that offers it (the
+    packages named), else the missing module as a package."""
+    from .plugins import get_plugin_manager
+
+    missing = [exc.name] if exc.name else []
+    spec = get_plugin_manager().backends.get(tracker)
+    if spec is not None and spec.extra:
+        return spec.install_command(missing)
+    return f"pip install {' '.join(missing) or tracker}"
 
 
 def _read_one(name: str, entry: Mapping[str, Any], handle: RunHandle) -> TrackerReport:
@@ -223,7 +263,7 @@ def _read_one(name: str, entry: Mapping[str, Any], handle: RunHandle) -> Tracker
         return reader(entry, handle)
     except ImportError as exc:
         where = json.dumps(dict(entry), sort_keys=True, default=str)
-        return TrackerReport(name, where, error=f"cannot read it here: {exc} (install the tracker's extra)")
+        return TrackerReport(name, where, error=f"{exc}; to read it here: {_install_command(name, exc)}")
     except Exception as exc:  # noqa: BLE001 - one tracker's failure is its own line
         where = json.dumps(dict(entry), sort_keys=True, default=str)
         return TrackerReport(name, where, error=f"{type(exc).__name__}: {str(exc)[:300]}")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import logging
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -56,6 +57,21 @@ class BackendSpec:
     batch_interval: float | None = None
     target: BackendTarget | str | None = None
     terminal: bool = False
+    #: The distribution of the plugin that registered it (``tracking-core`` for the built-ins):
+    #: the one whose ``extra`` installs what the backend ``requires``.
+    distribution: str | None = None
+
+    def install_command(self, missing: Sequence[str]) -> str:
+        """What to run to install ``missing`` (import names of ``requires``): the plugin's own
+        distribution with its extra, ``pip install "tracking-core[tensorboard]"``, followed by
+        the packages that extra installs where the distribution's metadata says; without an
+        extra, the import names as packages."""
+        if not self.extra:
+            return f"pip install {' '.join(missing)}"
+        distribution = self.distribution or "tracking-core"
+        command = f'pip install "{distribution}[{self.extra}]"'
+        packages = extra_requirements(distribution, self.extra)
+        return f"{command} (it installs {', '.join(packages)})" if packages else command
 
     def missing(self) -> list[str]:
         """Import names of ``requires`` that are not installed (checked without importing)."""
@@ -87,6 +103,7 @@ class BackendRegistrar:
 
     specs: dict[str, BackendSpec] = field(default_factory=dict)
     plugin: str = "?"
+    distribution: str | None = None
     duplicates: list[tuple[str, str, str]] = field(default_factory=list)
 
     def __call__(
@@ -130,7 +147,28 @@ class BackendRegistrar:
             batch_interval=batch_interval,
             target=target,
             terminal=terminal,
+            distribution=self.distribution,
         )
+
+
+_EXTRA_MARKER = re.compile(r"""extra\s*==\s*["']([^"']+)["']""")
+
+
+def extra_requirements(distribution: str, extra: str) -> list[str]:
+    """The requirements ``distribution[extra]`` adds (``tensorboardX>=2.6``, ...), read from the
+    installed distribution's metadata; empty when it is not installed or names none."""
+    from importlib import metadata
+
+    try:
+        requires = metadata.requires(distribution) or []
+    except metadata.PackageNotFoundError:
+        return []
+    out = []
+    for line in requires:
+        requirement, _, marker = line.partition(";")
+        if extra in _EXTRA_MARKER.findall(marker):
+            out.append(requirement.strip())
+    return out
 
 
 def check_selectable(specs: dict[str, BackendSpec], names: Sequence[str]) -> list[BackendSpec]:
@@ -142,6 +180,6 @@ def check_selectable(specs: dict[str, BackendSpec], names: Sequence[str]) -> lis
             raise UnknownBackend(name, sorted(specs))
         missing = spec.missing()
         if missing:
-            raise BackendUnavailable(name, missing, spec.extra)
+            raise BackendUnavailable(name, missing, spec.extra, spec.install_command(missing))
         out.append(spec)
     return out

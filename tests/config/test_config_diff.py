@@ -103,7 +103,9 @@ def test_diff_command(
 
     assert diff_command("run-0123abcd", ["launch", "actor", "critic"], str(tracking_dir)) == 0
     out = capsys.readouterr().out
-    assert "== launch vs actor ==" in out and "== launch vs critic ==" in out
+    # three roles: one row per key not the same in all of them, a column per role
+    assert out.splitlines()[0].split() == ["key", "launch", "actor", "critic"]
+    assert "key(s) not the same in launch, actor, critic" in out
 
 
 def test_diff_command_errors(
