@@ -12,6 +12,15 @@ Here each role's subdirectory carries its own HParams session start info (no exp
 so the dashboard builds its columns from every role's hparams and its metrics from each role's
 scalars, and ``close_run`` ends the session with the run's status.
 
+Column order: TensorBoard orders the HParams columns itself (its backend sorts them by "values
+differ between sessions" first, then by name; its dashboard shows the first five and hides the
+rest behind checkboxes), and with no experiment summary it works out "differ" anew at every
+request, from the sessions on disk then: a role whose config arrives late is compared as soon as
+it is there, with nothing to rewrite at close. So the columns that differ between roles
+(``lr``) come first by TensorBoard's own rule, once the per-launch values that differ between
+any two processes (ports, run ids, pids, hosts) are not columns at all
+(:mod:`tracking_tensorboardx.hparams`); those stay in the config text.
+
 Steps: TensorBoard keeps a step per series, so a record's ``step`` is its x value whatever axis
 (``step_key``) it counts on; ``train/*`` and ``rollout/*`` each plot against their own steps. A
 record without a step gets one past the last step this process wrote for that tag (0 for the

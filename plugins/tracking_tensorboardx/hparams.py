@@ -4,6 +4,13 @@ HParams hold bool, int, float and str values only: null and nested values are le
 named; the whole namespace still goes to TensorBoard as text
 (:func:`tracking_core.config.config_text`) and stays in the section's lossless JSON artifact.
 
+Per-launch values (ports, run and job ids, pids, hosts, timestamps: ``env/MASTER_PORT``,
+``env/TORCHELASTIC_RUN_ID``, ``parallel/host``; the rule of ``tracking-core diff``,
+:func:`tracking_core.config.diff.is_volatile`) are not HParams columns either. The dashboard lists
+first the columns whose values differ between sessions, i.e. between roles, and shows only the
+first five: a value that differs between any two processes would always be among them, ahead of
+``lr``, and says nothing about the job. They stay in the config text and the JSON artifact.
+
 In TensorBoard the role is the run (one subdirectory, one HParams session per role), so a role's
 session needs no ``actor/`` prefix to say whose value it is; with the prefix every role would get
 columns of its own (``actor/lr``, ``critic/lr``) and no column would compare two roles. The
@@ -17,6 +24,7 @@ from __future__ import annotations
 import logging
 
 from tracking_core.config import artifact_path
+from tracking_core.config.diff import is_volatile
 from tracking_core.records import ConfigSection
 
 __all__ = ["session_hparams", "tensorboard_hparams"]
@@ -32,15 +40,20 @@ def tensorboard_hparams(
     """Scalar params for TensorBoard's hparams, and ``"key: reason"`` for each key left out.
 
     TensorBoard hparams take bool, int, float and str only: null and nested values are left out
-    (and named in one message per reason); they are in the config text
-    (:func:`tracking_core.config.config_text`) and the JSON artifact.
+    (and named in one message per reason), and so are per-launch values
+    (:func:`tracking_core.config.diff.is_volatile`: they would lead the dashboard's columns); all of
+    them are in the config text (:func:`tracking_core.config.config_text`) and the JSON artifact.
     """
     hparams: dict[str, float | int | str | bool] = {}
     left_out: list[str] = []
     nulls: list[str] = []
     nested: list[str] = []
+    per_launch: list[str] = []
     for key, value in section.params.items():
-        if isinstance(value, _HPARAM_TYPES):
+        if is_volatile(key):
+            per_launch.append(key)
+            left_out.append(f"{key}: per-launch value (not an HParams column)")
+        elif isinstance(value, _HPARAM_TYPES):
             hparams[key] = value
         elif value is None:
             nulls.append(key)
@@ -51,6 +64,7 @@ def tensorboard_hparams(
                 f"{key}: {type(value).__name__} value (TensorBoard hparams take scalars only)"
             )
     for keys, reason in (
+        (per_launch, "per-launch values (ports, ids, pids, hosts, timestamps)"),
         (nulls, "null values (TensorBoard hparams have no null)"),
         (nested, "nested values (TensorBoard hparams take bool, int, float or str)"),
     ):

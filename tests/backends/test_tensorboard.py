@@ -261,6 +261,71 @@ def test_roles_share_unprefixed_hparams_columns(tmp_path: Path, key_style: str) 
     assert f"| `{actor_key}` | `1e-06` |" in runs["actor"].text["config/actor"][0]
 
 
+def _role_config(lr: float, batch: int, rank: int, port: str, run_id: str, host: str) -> dict[str, Any]:
+    """A role's effective config as a launcher leaves it: the job's settings beside per-launch
+    values that differ between any two processes, several named to sort ahead of ``lr``."""
+    return {
+        "lr": lr,
+        "micro_batch_size": batch,
+        "advantage_estimator": "ppo",
+        "actor_ranks": 2,
+        "env/OMP_NUM_THREADS": "1",
+        "parallel/rank": rank,
+        "env/MASTER_PORT": port,
+        "env/TORCHELASTIC_RUN_ID": run_id,
+        "MASTER_ADDR": f"10.0.0.{rank + 1}",
+        "parallel/host": host,
+        "HOSTNAME": host,
+        "collector_pid": 1000 + rank,
+        "dist_init_timestamp": 1_700_000_000 + rank,
+    }
+
+
+PER_LAUNCH = {
+    "env/MASTER_PORT", "env/TORCHELASTIC_RUN_ID", "MASTER_ADDR", "parallel/host", "HOSTNAME",
+    "collector_pid", "dist_init_timestamp",
+}
+
+
+@pytest.mark.integration
+def test_hparams_open_on_what_differs_between_roles(tmp_path: Path) -> None:
+    """The dashboard's first columns are the keys whose values differ between the roles, ``lr``
+    among those it shows when it opens; per-launch values (ports, run ids, pids, hosts,
+    timestamps: the rule of ``tracking-core diff``) are no column at all, and stay in the config
+    text. The critic's config arrives after the actor's: the order follows without a rewrite."""
+    run = tracking_core.start_run(
+        {"lr": 1e-6, "advantage_estimator": "ppo", "MASTER_PORT": "29400"},
+        backends=["tensorboard"], tracking_dir=tmp_path, export=False,
+    )
+    logdir = Path(run.handle.backends["tensorboard"]["logdir"])
+    actor = tracking_core.attach(run.handle, role="actor", writer=True, collect=False)
+    actor.log_config(_role_config(1e-6, 2, 0, "29501", "9f84-a", "node-a"))
+    actor.log_metrics({"train/pg_loss": 0.5}, step=0, step_key="train/step")
+    assert actor.flush(30) and run.flush(30)
+    # Launch and actor agree on lr: nothing differs yet, and no per-launch value is a column.
+    early = hparams_dashboard(logdir)
+    assert early.differ == [] and not PER_LAUNCH & set(early.columns), early.columns
+
+    critic = tracking_core.attach(run.handle, role="critic", writer=True, collect=False)
+    critic_section = critic.log_config(_role_config(1e-5, 4, 1, "36943", "7007-b", "node-b"))
+    critic.log_metrics({"train/value_loss": 1.0}, step=0, step_key="train/step")
+    for r in (actor, critic, run):
+        r.finish()
+
+    view = hparams_dashboard(logdir)
+    assert view.differ == ["lr", "micro_batch_size", "parallel/rank"], view.columns
+    assert view.displayed[:3] == ["lr", "micro_batch_size", "parallel/rank"], view.columns
+    assert not PER_LAUNCH & set(view.columns) and "MASTER_PORT" not in view.columns
+    assert {"advantage_estimator", "actor_ranks", "env/OMP_NUM_THREADS"} <= set(view.columns)
+    # Still data: each role's config text holds its per-launch values.
+    critic_text = read_run(logdir / "critic").text["config/critic"][0]
+    assert critic_text == config_text(critic_section)
+    assert "| `critic/env/MASTER_PORT` | `\"36943\"` |" in critic_text
+    assert "| `critic/parallel/host` | `\"node-b\"` |" in critic_text
+    left_out = tensorboard_hparams(critic_section)[1]
+    assert {item.split(": ", 1)[0] for item in left_out} == {f"critic/{k}" for k in PER_LAUNCH}
+
+
 @pytest.mark.integration
 def test_steps_axes_and_durability(tmp_path: Path) -> None:
     """Each series keeps its own steps (records of several axes interleave out of order); a

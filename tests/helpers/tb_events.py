@@ -101,15 +101,31 @@ def read_logdir(logdir: str | os.PathLike[str]) -> dict[str, TBRun]:
     return {rel: read_run(Path(logdir) / rel) for rel in run_dirs(logdir)}
 
 
+#: How many hyperparameter columns the HParams dashboard shows before the user ticks more (its
+#: ``_computeHParams``: ``Math.min(5, hparams.length)``, TensorBoard 2.x).
+DISPLAYED_COLUMNS = 5
+
+
 @dataclass
 class HParamsView:
-    """What the HParams dashboard offers: hyperparameter columns, metric columns
-    (``(tag, group)`` pairs; group is the sub-run relative to the session, ``""`` for the
-    session's own run), and whether an explicit experiment summary decided them."""
+    """What the HParams dashboard offers: hyperparameter columns (sorted by name), metric
+    columns (``(tag, group)`` pairs; group is the sub-run relative to the session, ``""`` for the
+    session's own run), and whether an explicit experiment summary decided them.
+
+    ``columns`` is the hyperparameter columns in the dashboard's order (the order the backend
+    sends, then its frontend's stable sort of the columns whose values differ first), ``differ``
+    those whose values differ between sessions, and ``displayed`` the ones shown when the
+    dashboard opens (the first :data:`DISPLAYED_COLUMNS`)."""
 
     hparams: list[str]
     metrics: list[tuple[str, str]]
     from_experiment_tag: bool
+    columns: list[str] = field(default_factory=list)
+    differ: list[str] = field(default_factory=list)
+
+    @property
+    def displayed(self) -> list[str]:
+        return self.columns[:DISPLAYED_COLUMNS]
 
 
 def hparams_dashboard(logdir: str | os.PathLike[str]) -> HParamsView:
@@ -142,9 +158,15 @@ def hparams_dashboard(logdir: str | os.PathLike[str]) -> HParamsView:
         include_metrics=True,
         hparams_run_to_tag_to_content=content,
         data_provider_hparams=context.hparams_from_data_provider(ctx, "", limit=None),
+        hparams_limit=1000,  # what the dashboard asks for (its _maxNumHparamsToLoad)
     )
+    infos = list(experiment.hparam_infos)
+    # The dashboard's own step (stable): the columns whose values differ first.
+    ordered = sorted(infos, key=lambda info: not info.differs)
     return HParamsView(
-        hparams=sorted(info.name for info in experiment.hparam_infos),
+        hparams=sorted(info.name for info in infos),
         metrics=sorted((m.name.tag, m.name.group) for m in experiment.metric_infos),
         from_experiment_tag=explicit,
+        columns=[info.name for info in ordered],
+        differ=[info.name for info in ordered if info.differs],
     )
