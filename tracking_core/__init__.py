@@ -59,6 +59,12 @@ def __getattr__(name: str) -> Any:
 
 __version__ = "0.1.0"
 
+# Accelerator(log_with="tracking_core") in every process that imports tracking-core (Accelerate
+# >= 1.16): registered once accelerate.tracking is imported; accelerate is never imported here.
+from .integrations.accelerate import register_by_name as _register_accelerate_name  # noqa: E402
+
+_register_accelerate_name()
+
 __all__ = [
     "RUN_ENV",
     "BackendUnavailable",

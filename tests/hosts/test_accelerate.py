@@ -131,3 +131,102 @@ def test_a_tracker_that_always_raises_does_not_stop_accelerate(raising_backend: 
     assert run.backends == ["raising", "jsonl"] and "open_run" in raising_backend.calls
     metrics = [m for m in jsonl_lines(run) if m.get("type") == "metric" and m["key"] == "train/loss"]
     assert [m["step"] for m in metrics] == list(range(STEPS))
+
+
+# -- by name: Accelerator(log_with="tracking_core") ----------------------------------------------
+BY_NAME = """
+import json, sys
+{imports}
+accelerator = Accelerator(cpu=True, log_with="tracking_core")
+accelerator.init_trackers(
+    "acc-by-name", config={{"learning_rate": 0.05}},
+    init_kwargs={{"tracking_core": {{"run_name": "{run_name}"}}}},
+)
+for step in range(3):
+    accelerator.log({{"train/loss": 1.0 / (step + 1)}}, step=step)
+tracker = accelerator.get_tracker("tracking_core", unwrap=False)
+accelerator.end_training()
+run = tracker.tracker
+print(json.dumps({{"mlflow_run": run.handle.backends["mlflow"]["run_id"], "drained": run.finished.drained}}))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "imports",
+    [
+        "import tracking_core\nfrom accelerate import Accelerator",  # tracking-core first
+        "from accelerate import Accelerator\nimport tracking_core",  # or after Accelerate
+    ],
+    ids=["tracking-core-first", "accelerate-first"],
+)
+def test_log_with_the_name_after_import_tracking_core(hosts_env: HostsEnv, imports: str) -> None:
+    """Only ``import tracking_core``, in either order with Accelerate: the name is known to
+    Accelerate (its register_tracker_class), the project name of init_trackers is the MLflow
+    experiment and init_kwargs["tracking_core"] reach the tracker."""
+    import json
+
+    run_name = f"by-name-{imports.split()[1].replace('_', '-')}"
+    code = BY_NAME.format(imports=imports, run_name=run_name)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=240)
+    assert out.returncode == 0, out.stderr[-3000:]
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result["drained"]
+    client = hosts_env.client()
+    mlflow_run = client.get_run(result["mlflow_run"])
+    assert mlflow_run.info.status == "FINISHED" and mlflow_run.info.run_name == run_name
+    assert client.get_experiment(mlflow_run.info.experiment_id).name == "acc-by-name"
+    assert mlflow_run.data.params["learning_rate"] == "0.05"
+    assert mlflow_history(client, result["mlflow_run"], "train/loss") == [(0, 1.0), (1, 0.5), (2, 1.0 / 3)]
+
+
+@pytest.mark.slow
+def test_without_importing_tracking_core_accelerate_does_not_know_the_name() -> None:
+    """The name is tracking-core's to register: in a process that never imports it, Accelerate
+    refuses it with its own error (no file outside the package runs at start-up)."""
+    code = (
+        "import sys\nfrom accelerate import Accelerator\n"
+        "try:\n    Accelerator(cpu=True, log_with='tracking_core')\n"
+        "except ValueError as exc:\n    print(exc)\n"
+        "assert 'tracking_core' not in sys.modules"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=240)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "Unsupported logging capability: tracking_core" in out.stdout
+
+
+def test_registration_is_idempotent_and_keeps_the_instance_form() -> None:
+    import warnings
+
+    import accelerate.tracking
+    from accelerate import Accelerator
+
+    from tracking_core.integrations import accelerate as adapter
+    from tracking_core.integrations.accelerate import NamedTrackingCoreTracker, TrackingCoreTracker
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # Accelerate warns when a name is registered twice
+        adapter.register_by_name()
+        adapter.register_by_name()
+    assert accelerate.tracking.LOGGER_TYPE_TO_CLASS["tracking_core"] is NamedTrackingCoreTracker
+    assert issubclass(NamedTrackingCoreTracker, TrackingCoreTracker)
+    named = NamedTrackingCoreTracker("proj", run_name="r", backends=["jsonl"])
+    assert (named.run_name, named.host_run.project) == ("r", "proj")
+    assert NamedTrackingCoreTracker("proj", project="explicit").host_run.project == "explicit"
+    instance = TrackingCoreTracker(run_name="as-object", backends=["jsonl"])
+    accelerator = Accelerator(cpu=True, log_with=[instance])
+    assert accelerator.log_with == [instance]
+
+
+def test_an_accelerate_without_register_tracker_class_is_left_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Accelerate before 1.16 has no register_tracker_class: registering does nothing (and the
+    instance form is unaffected). The function is removed here as those versions lack it."""
+    import accelerate.tracking
+
+    from tracking_core.integrations import _accelerate_tracker
+
+    monkeypatch.delattr(accelerate.tracking, "register_tracker_class")
+    monkeypatch.setattr(accelerate.tracking, "LOGGER_TYPE_TO_CLASS", dict(accelerate.tracking.LOGGER_TYPE_TO_CLASS))
+    accelerate.tracking.LOGGER_TYPE_TO_CLASS.pop("tracking_core", None)
+    assert _accelerate_tracker.register() is False
+    assert "tracking_core" not in accelerate.tracking.LOGGER_TYPE_TO_CLASS

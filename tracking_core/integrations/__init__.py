@@ -1,7 +1,8 @@
 """Thin adapters that make tracking-core the tracker of hosts with their own tracker interface.
 
 * :mod:`.accelerate` — ``TrackingCoreTracker``, an Accelerate ``GeneralTracker``
-  (``Accelerator(log_with=[TrackingCoreTracker(run_name=...)])``);
+  (``Accelerator(log_with="tracking_core")`` once tracking-core is imported, Accelerate >= 1.16;
+  or ``Accelerator(log_with=[TrackingCoreTracker(run_name=...)])``);
 * :mod:`.lightning` — ``TrackingCoreLogger``, a Lightning ``Logger``
   (``Trainer(logger=TrackingCoreLogger(...))``);
 * :mod:`.host_run` — the run behind either of them.

@@ -13,6 +13,11 @@ Accelerate drives a tracker through four calls, all on the main process only (it
 Accelerate hands a tracker object given in ``log_with`` neither the project name nor
 ``init_kwargs``, so they are constructor arguments here. The backends are tracking-core's choice
 as everywhere (``backends=``, else ``$TRACKING_CORE_BACKENDS``, else the embedded default).
+
+By name (``Accelerator(log_with="tracking_core")``, Accelerate >= 1.16): :func:`register` makes
+:class:`NamedTrackingCoreTracker` Accelerate's ``tracking_core`` tracker; Accelerate then builds
+it in ``init_trackers`` with the project name and ``init_kwargs["tracking_core"]``. When that
+happens is :mod:`tracking_core.integrations.accelerate`'s business.
 """
 
 from __future__ import annotations
@@ -21,11 +26,12 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import accelerate.tracking as accelerate_tracking
 from accelerate.tracking import GeneralTracker, on_main_process
 
 from .host_run import HostRun
 
-__all__ = ["TrackingCoreTracker"]
+__all__ = ["NamedTrackingCoreTracker", "TrackingCoreTracker", "register"]
 
 
 class TrackingCoreTracker(GeneralTracker):
@@ -87,3 +93,41 @@ class TrackingCoreTracker(GeneralTracker):
     def finish(self) -> None:
         """Deliver and end the run (``Accelerator.end_training``); never raises."""
         self.host_run.finish()
+
+
+class NamedTrackingCoreTracker(TrackingCoreTracker):
+    """The tracker Accelerate builds for ``log_with="tracking_core"``: Accelerate passes the
+    project name of ``init_trackers`` first (the MLflow experiment / W&B project, unless
+    ``init_kwargs`` name a ``project``) and ``init_kwargs["tracking_core"]`` as keywords
+    (``run_name``, ``backends``, ``tracking_dir``, ``options``)."""
+
+    def __init__(
+        self,
+        project_name: str | None = None,
+        run_name: str | None = None,
+        *,
+        project: str | None = None,
+        backends: Sequence[str] | str | None = None,
+        tracking_dir: str | os.PathLike[str] | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(
+            run_name,
+            project=project or project_name,
+            backends=backends,
+            tracking_dir=tracking_dir,
+            options=options,
+        )
+
+
+def register() -> bool:
+    """Make ``tracking_core`` a tracker name of Accelerate (its ``register_tracker_class``,
+    Accelerate >= 1.16); True when the name is ours afterwards. Idempotent; an Accelerate
+    without the function is left as it is (the instance form works with every version)."""
+    register_class = getattr(accelerate_tracking, "register_tracker_class", None)
+    if register_class is None:
+        return False
+    registered = getattr(accelerate_tracking, "LOGGER_TYPE_TO_CLASS", {})
+    if registered.get(NamedTrackingCoreTracker.name) is not NamedTrackingCoreTracker:
+        register_class(NamedTrackingCoreTracker)
+    return True

@@ -128,6 +128,9 @@ class HostHook:
     ``patchers`` maps each of the host's module names to the function that patches it (True
     when it changed something), ``setup_hook`` names the host's ``activate`` for Ray."""
 
+    #: The finder put on ``sys.meta_path`` (a subclass names a hook that is not a host's).
+    finder_class: type[HostFinder] = HostFinder
+
     def __init__(
         self, *, host: str, env_var: str, patchers: Mapping[str, Patcher], setup_hook: str, log: Any
     ) -> None:
@@ -168,7 +171,7 @@ class HostHook:
         The environment is left as it is (see :meth:`export`)."""
         with self.lock:
             if self.finder() is None:
-                sys.meta_path.insert(0, HostFinder(self))
+                sys.meta_path.insert(0, self.finder_class(self))
             for name in self.patchers:
                 module = sys.modules.get(name)
                 if module is not None:
