@@ -19,9 +19,12 @@ when neither ``--tracking-backends`` nor ``$TRACKING_CORE_BACKENDS`` chose. When
 a tracker, the drop-ins track nothing, as slime does (:func:`tracking_requested`).
 
 The MLflow flags proposed for slime (:data:`SLIME_PROPOSED_OPTIONS`: ``--use-mlflow``,
-``--mlflow-tracking-uri``, ``--mlflow-experiment-name``, ``--mlflow-run-name``) are accepted now;
-where they are defined here they give way to slime's own definition if a later slime adds them
-(:func:`yield_on_conflict`), and where slime defines them already, slime's are reused.
+``--mlflow-tracking-uri``, ``--mlflow-experiment-name``, ``--mlflow-run-name``, ``--mlflow-run-id``,
+``--mlflow-log-samples-per-step``, ``--mlflow-eval-log-samples-per-step``,
+``--mlflow-log-max-chars``, ``--mlflow-eval-log-max-chars``) are accepted now, as aliases of the
+adapter's own options; where they are defined here they give way to slime's own definition if a
+later slime adds them (:func:`yield_on_conflict`), and where slime defines them already, slime's
+are reused. Their values are read from ``args`` either way.
 
 ``--wandb-key`` logs in and is never logged, ``--wandb-run-id`` resumes that run (see
 :mod:`slime_integration.tracking`).
@@ -65,15 +68,27 @@ SLIME_TRACKING_OPTIONS: dict[str, str] = {
 #: MLflow flags proposed for slime in THUDM/slime#2099 and #1591 (open; flag -> argparse dest).
 #: Accepted now, as aliases of tracking-core's own (``--use-mlflow`` selects the ``mlflow``
 #: backend as ``--use-wandb`` selects ``wandb``; ``--mlflow-experiment-name`` names the MLflow
-#: experiment like ``--mlflow-experiment``; the other two are the MLflow backend's own names).
-#: Unlike :data:`SLIME_TRACKING_OPTIONS` they are defined here when the parser lacks them, and
-#: such a definition yields to slime's own if slime adds the flag later (no argparse clash).
+#: experiment like ``--mlflow-experiment``; ``--mlflow-tracking-uri`` and ``--mlflow-run-name``
+#: are the MLflow backend's own names; ``--mlflow-run-id`` resumes like ``--wandb-run-id``
+#: (:func:`resume_ids`); the samples and max-chars flags size the samples tables like
+#: ``--tracking-log-samples`` and ``--tracking-log-samples-max-chars``, see
+#: :mod:`slime_integration.samples`). Unlike :data:`SLIME_TRACKING_OPTIONS` they are defined here
+#: when the parser lacks them, and such a definition yields to slime's own if slime adds the flag
+#: later (no argparse clash).
 SLIME_PROPOSED_OPTIONS: dict[str, str] = {
     "--use-mlflow": "use_mlflow",
     "--mlflow-tracking-uri": "mlflow_tracking_uri",
     "--mlflow-experiment-name": "mlflow_experiment_name",
     "--mlflow-run-name": "mlflow_run_name",
+    "--mlflow-run-id": "mlflow_run_id",
+    "--mlflow-log-samples-per-step": "mlflow_log_samples_per_step",
+    "--mlflow-eval-log-samples-per-step": "mlflow_eval_log_samples_per_step",
+    "--mlflow-log-max-chars": "mlflow_log_max_chars",
+    "--mlflow-eval-log-max-chars": "mlflow_eval_log_max_chars",
 }
+
+#: The flags that resume a run, in the order they are tried (args dest, backend entry they name).
+RESUME_OPTIONS: tuple[tuple[str, str], ...] = (("wandb_run_id", "wandb"), ("mlflow_run_id", "mlflow"))
 
 #: slime's switches (and the proposed ``--use-mlflow``) and the backend each one selects.
 SWITCHES: tuple[tuple[str, str], ...] = (
@@ -103,6 +118,34 @@ _PROPOSED_HELP: dict[str, dict[str, Any]] = {
         "default": None,
         "help": "MLflow run name. Default: the job's run name.",
     },
+    "--mlflow-run-id": {
+        "default": None,
+        "help": "Resume the run that logged to this MLflow run id (or has this run id), as --wandb-run-id.",
+    },
+    "--mlflow-log-samples-per-step": {
+        "type": int,
+        "default": None,
+        "metavar": "N",
+        "help": "Same as --tracking-log-samples N (used when that is not given). Default: off.",
+    },
+    "--mlflow-eval-log-samples-per-step": {
+        "type": int,
+        "default": None,
+        "metavar": "N",
+        "help": "Rows of each eval samples table. Default: as for rollouts.",
+    },
+    "--mlflow-log-max-chars": {
+        "type": int,
+        "default": None,
+        "metavar": "N",
+        "help": "Same as --tracking-log-samples-max-chars N (used when that is not given).",
+    },
+    "--mlflow-eval-log-max-chars": {
+        "type": int,
+        "default": None,
+        "metavar": "N",
+        "help": "Longest text cell of the eval samples tables. Default: as for rollouts.",
+    },
 }
 
 
@@ -110,7 +153,7 @@ def add_tracking_arguments(
     parser: argparse.ArgumentParser | argparse._ArgumentGroup,
 ) -> argparse.ArgumentParser | argparse._ArgumentGroup:
     """Add ``--tracking-backends``, ``--tracking-dir``, ``--tracking-key-style``,
-    ``--tracking-log-samples`` and the backend options neither Megatron nor slime defines; return ``parser`` (slime's provider contract).
+    ``--tracking-log-samples``, ``--tracking-log-samples-max-chars`` and the backend options neither Megatron nor slime defines; return ``parser`` (slime's provider contract).
 
     Safe before slime's own flags exist (as ``add_custom_arguments``) and after (on a complete
     parser): slime's tracking flags are never defined here. The MLflow flags proposed for slime
@@ -134,6 +177,16 @@ def add_tracking_arguments(
             "Log N samples of each rollout (prompt, response, label, reward, length, status) as "
             "the table rollout/samples, with reward and response-length histograms; eval "
             "rollouts likewise (eval/<dataset>/samples). Default 0: off."
+        ),
+    )
+    host.add_argument(
+        "--tracking-log-samples-max-chars",
+        type=int,
+        default=0,
+        metavar="N",
+        help=(
+            "Cut the prompt, response and label cells of the samples tables to N characters "
+            "(the last one an ellipsis). Default 0: whole."
         ),
     )
     # A proposed flag defined here (by this function or a backend's options) gives way to
@@ -223,6 +276,17 @@ def tracking_requested(args: Any) -> bool:
     if core_settings.get(BACKENDS_ENV):
         return True
     return bool(selected_by_switches(args))
+
+
+def resume_ids(args: Any) -> list[tuple[str, str]]:
+    """(backend, id) for each resume flag given (:data:`RESUME_OPTIONS`: ``--wandb-run-id``,
+    then ``--mlflow-run-id``), whoever defined the flag (slime or this module)."""
+    out = []
+    for dest, backend in RESUME_OPTIONS:
+        value = getattr(args, dest, None)
+        if value:
+            out.append((backend, str(value)))
+    return out
 
 
 @hookimpl

@@ -17,6 +17,11 @@ response, label, reward, response length, status, truncated) and the histograms
 ``rollout/reward`` and ``rollout/response_len`` of the whole batch, on ``rollout/step`` (slime's
 own step for it). Per eval dataset: ``eval/<name>/samples`` and ``eval/<name>/reward`` on
 ``eval/step``. Strings pass the value-shape secret redaction like every table cell.
+
+How many rows and how long a cell: :func:`wanted` / :func:`wanted_eval` and :func:`max_chars`,
+from the adapter's options or the names slime's MLflow pull request gives them
+(``--mlflow-log-samples-per-step``, ``--mlflow-eval-log-samples-per-step``,
+``--mlflow-log-max-chars``, ``--mlflow-eval-log-max-chars``; :mod:`slime_integration.options`).
 """
 
 from __future__ import annotations
@@ -30,14 +35,54 @@ log = logging.getLogger("tracking_core.slime.samples")
 COLUMNS = ("index", "group", "prompt", "response", "label", "reward", "response_length", "status", "truncated")
 #: The option (``args`` attribute) that turns sample logging on.
 OPTION = "tracking_log_samples"
+#: The option that cuts the text cells (0: whole).
+MAX_CHARS_OPTION = "tracking_log_samples_max_chars"
+#: The names slime's MLflow pull request (THUDM/slime#2099) gives them, rollout's and eval's.
+SAMPLES_ALIASES = ("mlflow_log_samples_per_step", "mlflow_eval_log_samples_per_step")
+MAX_CHARS_ALIASES = ("mlflow_log_max_chars", "mlflow_eval_log_max_chars")
+#: The text columns :func:`max_chars` applies to.
+TEXT_COLUMNS = ("prompt", "response", "label")
+
+
+def _count(args: Any, name: str) -> int | None:
+    """``args.<name>`` as a count >= 0, None when unset or not a number."""
+    value = getattr(args, name, None)
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        return max(0, int(value))
+    except (TypeError, ValueError):
+        return None
 
 
 def wanted(args: Any) -> int:
-    """How many samples a rollout's table holds (0: off)."""
-    try:
-        return max(0, int(getattr(args, OPTION, 0) or 0))
-    except (TypeError, ValueError):
-        return 0
+    """How many samples a rollout's table holds (0: off): ``--tracking-log-samples``, else
+    ``--mlflow-log-samples-per-step``."""
+    return _count(args, OPTION) or _count(args, SAMPLES_ALIASES[0]) or 0
+
+
+def wanted_eval(args: Any) -> int:
+    """How many samples an eval dataset's table holds (0: off):
+    ``--mlflow-eval-log-samples-per-step`` where given, else as for rollouts."""
+    given = _count(args, SAMPLES_ALIASES[1])
+    return wanted(args) if given is None else given
+
+
+def max_chars(args: Any, for_eval: bool = False) -> int:
+    """The longest text cell (0: whole): ``--tracking-log-samples-max-chars``, else
+    ``--mlflow-log-max-chars``; for eval tables ``--mlflow-eval-log-max-chars`` where given."""
+    if for_eval:
+        given = _count(args, MAX_CHARS_ALIASES[1])
+        if given is not None:
+            return given
+    return _count(args, MAX_CHARS_OPTION) or _count(args, MAX_CHARS_ALIASES[0]) or 0
+
+
+def cut(text: str | None, limit: int) -> str | None:
+    """``text`` in at most ``limit`` characters, the last an ellipsis where it was longer."""
+    if text is None or limit <= 0 or len(text) <= limit:
+        return text
+    return text[: limit - 1] + "\u2026"
 
 
 def rollout_step(args: Any, rollout_id: int) -> int:
@@ -87,8 +132,9 @@ def spread(count: int, n: int) -> list[int]:
     return sorted({round(i * (count - 1) / (n - 1)) for i in range(n)})
 
 
-def sample_rows(samples: Sequence[Any], n: int, args: Any) -> list[dict[str, Any]]:
-    """Up to ``n`` samples as table rows (see :data:`COLUMNS`)."""
+def sample_rows(samples: Sequence[Any], n: int, args: Any, limit: int = 0) -> list[dict[str, Any]]:
+    """Up to ``n`` samples as table rows (see :data:`COLUMNS`), text cells cut to ``limit``
+    characters (0: whole)."""
     rows = []
     for i in spread(len(samples), n):
         s = samples[i]
@@ -106,6 +152,10 @@ def sample_rows(samples: Sequence[Any], n: int, args: Any) -> list[dict[str, Any
                 "truncated": _status(s) == "truncated",
             }
         )
+    if limit > 0:
+        for row in rows:
+            for column in TEXT_COLUMNS:
+                row[column] = cut(row[column], limit)
     return rows
 
 
@@ -125,7 +175,8 @@ def log_rollout_samples(
         return False
     try:
         step = rollout_step(args, rollout_id)
-        run.log_table("rollout/samples", sample_rows(samples, n, args), step=step, step_key="rollout/step")
+        rows = sample_rows(samples, n, args, max_chars(args))
+        run.log_table("rollout/samples", rows, step=step, step_key="rollout/step")
         rewards = [r for r in (reward_of(s, args) for s in samples) if r is not None]
         if rewards:
             run.log_histogram("rollout/reward", rewards, step=step, step_key="rollout/step")
@@ -137,7 +188,7 @@ def log_rollout_samples(
 
 def log_eval_rollout_samples(rollout_id: int, args: Any, data: Mapping[str, Any], extra_metrics: Any = None) -> bool:
     """slime's custom eval log function signature; logs each dataset's samples, returns False."""
-    n = wanted(args)
+    n = wanted_eval(args)
     run = _run(args) if n else None
     if run is None:
         return False
@@ -146,7 +197,8 @@ def log_eval_rollout_samples(rollout_id: int, args: Any, data: Mapping[str, Any]
         for name, entry in (data or {}).items():
             samples = entry.get("samples") if isinstance(entry, Mapping) else None
             if samples:
-                run.log_table(f"eval/{name}/samples", sample_rows(samples, n, args), step=step, step_key="eval/step")
+                rows = sample_rows(samples, n, args, max_chars(args, for_eval=True))
+                run.log_table(f"eval/{name}/samples", rows, step=step, step_key="eval/step")
             rewards = entry.get("rewards") if isinstance(entry, Mapping) else None
             if rewards:
                 run.log_histogram(f"eval/{name}/reward", [float(r) for r in rewards], step=step, step_key="eval/step")

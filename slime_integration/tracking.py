@@ -54,7 +54,9 @@ nothing is tracked, as in slime, with one warning saying how to turn tracking on
 ``WANDB_API_KEY`` in this process to log in and is never logged (the config pipeline redacts it,
 also on the command line W&B records); ``--wandb-run-id`` resumes: the saved run whose W&B run id
 (or run id) it names is re-attached, steps continuing; when none is saved, a run with that id is
-started (W&B resumes its run id itself). ``--tb-project-name`` / ``--tb-experiment-name`` name the
+started (W&B resumes its run id itself). ``--mlflow-run-id`` (proposed for slime) likewise: the
+saved run whose MLflow run id (or run id) it names is re-attached, and its MLflow run continues.
+``--tb-project-name`` / ``--tb-experiment-name`` name the
 TensorBoard directory as slime does (``tensorboard_log/<project>/<experiment>``) unless
 ``--tensorboard-dir`` or ``$TENSORBOARD_DIR`` does.
 
@@ -176,9 +178,10 @@ def _tensorboard_options(args: Any) -> dict[str, Any]:
     return {"tensorboard_dir": str(where.absolute())}
 
 
-def _saved_handle_for(run_id: str, tracking_dir: str) -> Path | None:
-    """The saved handle of the run ``--wandb-run-id`` names: a run with that id, else a run whose
-    W&B entry has that id (a run started with ``--wandb-run-id`` keeps its own run id)."""
+def _saved_handle_for(run_id: str, tracking_dir: str, backend: str = "wandb") -> Path | None:
+    """The saved handle of the run ``--wandb-run-id`` (``backend="wandb"``) or ``--mlflow-run-id``
+    (``"mlflow"``) names: a run with that id, else a run whose entry for ``backend`` has that id
+    (a run started with ``--wandb-run-id`` keeps its own run id; MLflow makes its own run ids)."""
     runs = Path(tracking_dir) / "runs"
     direct = runs / path_part(run_id, warn=False) / HANDLE_FILE
     if direct.is_file():
@@ -191,22 +194,31 @@ def _saved_handle_for(run_id: str, tracking_dir: str) -> Path | None:
             data = json.loads(path.read_text())
         except (OSError, ValueError):
             continue
-        wandb_entry = (data.get("backends") or {}).get("wandb") or {}
-        if run_id in (wandb_entry.get("id"), wandb_entry.get("run_id")):
+        entry = (data.get("backends") or {}).get(backend) or {}
+        if run_id in (entry.get("id"), entry.get("run_id")):
             matches.append(path)
     return max(matches, key=lambda p: p.stat().st_mtime) if matches else None
 
 
 def _resume_plan(args: Any) -> tuple[Path | None, str | None]:
-    """(saved handle to resume, run id for a new run) from ``--wandb-run-id``."""
-    wandb_run_id = getattr(args, "wandb_run_id", None)
-    if not wandb_run_id:
-        return None, None
-    wandb_run_id = str(wandb_run_id)
-    saved = _saved_handle_for(wandb_run_id, core_options.tracking_dir(args))
-    if saved is not None:
-        return saved, None
-    return None, wandb_run_id if _RUN_ID_OK.fullmatch(wandb_run_id) else None
+    """(saved handle to resume, run id for a new run) from ``--wandb-run-id``, else from
+    ``--mlflow-run-id`` (:func:`slime_integration.options.resume_ids`)."""
+    asked = _options.resume_ids(args)
+    for backend, run_id in asked:
+        saved = _saved_handle_for(run_id, core_options.tracking_dir(args), backend)
+        if saved is not None:
+            return saved, None
+    for backend, run_id in asked:
+        if _RUN_ID_OK.fullmatch(run_id):
+            if backend == "mlflow":
+                logger.warning(
+                    "--mlflow-run-id %s: no run saved in %s delivered to that MLflow run; starting run %s, "
+                    "which continues the MLflow run tagged tracking_core.run_id=%s if the experiment has "
+                    "one, else creates a new MLflow run",
+                    run_id, core_options.tracking_dir(args), run_id, run_id,
+                )
+            return None, run_id
+    return None, None
 
 
 # -- the registry of this process's runs -----------------------------------------------------------

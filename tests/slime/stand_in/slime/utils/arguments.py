@@ -50,6 +50,11 @@ def get_slime_extra_args_provider(add_custom_arguments=None):
             parser.add_argument("--mlflow-tracking-uri", type=str, default=None, help="slime's")
             parser.add_argument("--mlflow-experiment-name", type=str, default=None, help="slime's")
             parser.add_argument("--mlflow-run-name", type=str, default=None, help="slime's")
+            parser.add_argument("--mlflow-run-id", type=str, default=None, help="slime's")
+            parser.add_argument("--mlflow-log-samples-per-step", type=int, default=5, help="slime's")
+            parser.add_argument("--mlflow-eval-log-samples-per-step", type=int, default=None, help="slime's")
+            parser.add_argument("--mlflow-log-max-chars", type=int, default=None, help="slime's")
+            parser.add_argument("--mlflow-eval-log-max-chars", type=int, default=None, help="slime's")
         parser.add_argument("--megatron-config-path", type=str, default=None)
         parser.add_argument("--lr", type=float, default=1e-6)
         return parser
