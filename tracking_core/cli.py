@@ -172,6 +172,7 @@ def _cmd_sync(ns: argparse.Namespace) -> int:
         print(f"tracking-core sync: {path} does not exist{where}", file=sys.stderr)
         return 2
     from .delivery.sync import DEFAULT_TIMEOUT, NoTrackingData, sync
+    from .report import sync_command
 
     timeout = DEFAULT_TIMEOUT if ns.timeout is None else max(0.0, ns.timeout)
     try:
@@ -188,6 +189,8 @@ def _cmd_sync(ns: argparse.Namespace) -> int:
         f"synced {report.records} values from {report.journals} journal(s) under {path}; "
         f"{len(report.removed)} complete journal(s) removed"
     )
+    for line in report.tracker_lines():
+        print(f"  {line}")
     if not (report.journals or report.skipped_live or report.errors or report.finished_elsewhere):
         print(f"  nothing left to deliver under {path}")
     for folder in report.finished_elsewhere:
@@ -202,7 +205,7 @@ def _cmd_sync(ns: argparse.Namespace) -> int:
         print(f"  ERROR {error}", file=sys.stderr)
     if report.errors:
         print(
-            f"what is missing stays in its journal: run `tracking-core sync --timeout {timeout:g} {path}` "
+            f"what is missing stays in its journal: run `{sync_command(path, timeout)}` "
             "again once the trackers named above can take it",
             file=sys.stderr,
         )

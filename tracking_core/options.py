@@ -122,6 +122,15 @@ def add_tracking_options(
             f"often, 0 off. Default: ${settings.SYSTEM_METRICS}, else off."
         ),
     )
+    host.add_argument(
+        "--tracking-quiet",
+        action="store_true",
+        default=None,
+        help=(
+            "Do not say where the run goes when it starts, nor its summary when everything "
+            f"arrived (an incomplete delivery is still said). Default: ${settings.QUIET}."
+        ),
+    )
     get_plugin_manager().pm.hook.add_options(parser=host)
     return host
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from types import EllipsisType
 from typing import Any
 
-from . import lifecycle, settings
+from . import lifecycle, report, settings
 from . import options as opts
 from .collectors import merge_collected
 from .context import RunContext
@@ -572,8 +572,11 @@ class Run:
             self.finished = summary
             self._state = "finished"
             lifecycle.unregister(self)
-        level = logging.INFO if summary.drained else logging.WARNING
-        log.log(level, "tracking-core %s", summary.describe())
+        if self.primary:  # the run's end, said once for the job (see tracking_core.report)
+            report.finished(summary, self.handle, tracking_dir=self.tracking_dir, args=self.args)
+        else:
+            level = logging.INFO if summary.drained else logging.WARNING
+            log.log(level, "tracking-core %s", summary.describe())
         return summary
 
     def _seconds(self, what: str, value: Any, default: float | None) -> float | None:
@@ -819,6 +822,7 @@ def start_run(
         whence,
         path,
     )
+    report.started(run_handle, resumed=resumed is not None, args=args)
     if export:
         _export(run_handle, args)
     launch = config if config is not None else args

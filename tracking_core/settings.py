@@ -32,6 +32,7 @@ VERL = "TRACKING_CORE_VERL"
 CONSOLE_INTERVAL = "TRACKING_CORE_CONSOLE_INTERVAL"
 WRITER_HEARTBEAT = "TRACKING_CORE_WRITER_HEARTBEAT"
 SYSTEM_METRICS = "TRACKING_CORE_SYSTEM_METRICS"
+QUIET = "TRACKING_CORE_QUIET"
 
 #: name -> what it does, for the README's table and ``tracking-core --help``.
 ALL = {
@@ -56,6 +57,7 @@ ALL = {
     WRITER_HEARTBEAT: "seconds between a writer's published states while it writes (default 5; 0: none between its start and end)",
     SLIME: "1: put the slime drop-ins in place in every process (set by slime_integration.install)",
     SYSTEM_METRICS: "1/0 or seconds: one process per node samples CPU, memory, disk, network and GPUs (like --tracking-system-metrics; default off, every 10 s when on)",
+    QUIET: "1: the primary does not say where the run goes when it starts, nor its summary when everything arrived (like --tracking-quiet; an incomplete delivery is still said)",
 }
 
 DEFAULT_EXIT_TIMEOUT = 30.0
@@ -100,6 +102,11 @@ def queue_records() -> int:
 def writer_heartbeat() -> float:
     """Seconds between a writer's heartbeats in the job's writer registry (0: none)."""
     return _number(WRITER_HEARTBEAT, DEFAULT_WRITER_HEARTBEAT, 0.0)
+
+
+def quiet() -> bool:
+    """``$TRACKING_CORE_QUIET`` is on (1, true, yes, on)."""
+    return (get(QUIET) or "").lower() in _ON
 
 
 def names(name: str) -> set[str]:

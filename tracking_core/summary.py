@@ -171,10 +171,12 @@ class FinishSummary:
             text += f"; {self.abandoned} artifact(s) ended with the run before their snapshot and were NOT delivered"
         if self.journal_recreated:
             text += f"; the journal folder was deleted during the run and made again ({self.journal_recreated}x)"
+        from .report import sync_command
+
         if self.journal:
-            text += f"; what is missing is kept in {self.journal}: run `tracking-core sync`"
+            text += f"; what is missing is kept in {self.journal}: run `{sync_command(self.journal)}`"
         for journal, what in self.peers.items():
-            text += f"; another writer's records NOT delivered ({what}): kept in {journal}: run `tracking-core sync`"
+            text += f"; another writer's records NOT delivered ({what}): kept in {journal}: run `{sync_command(journal)}`"
         if self.writers:
             from .delivery.writers import owing_text
 

@@ -167,7 +167,9 @@ def run_demo(args: argparse.Namespace) -> int:
     if not failed:  # the groups' plumbing (role args, rollouts): not the user's data
         shutil.rmtree(exchange, ignore_errors=True)
     outcome = f"FAILED ({', '.join(failed)})" if failed else "finished"
-    print(f"\ndemo {outcome} in {time.monotonic() - started:.0f} s; run {summary.status.value}")
+    # A tracker that lacks data makes the demo a failure to look at: said, and exit status 1.
+    delivery = "" if summary.drained else "; delivery INCOMPLETE: the trackers lack data (see above)"
+    print(f"\ndemo {outcome} in {time.monotonic() - started:.0f} s; run {summary.status.value}{delivery}")
     print("\nWhere the run is:")
     for line in where_to_look(run.handle):
         print(f"  {line}")
@@ -188,7 +190,7 @@ def run_demo(args: argparse.Namespace) -> int:
 
         print("\nActor vs critic: effective config difference")
         diff_command(str(run.handle.run_dir), ["actor", "critic"], str(out))
-    return 1 if failed else 0
+    return 1 if failed or not summary.drained else 0
 
 
 if __name__ == "__main__":

@@ -87,8 +87,10 @@ def test_a_failing_backend_never_reaches_the_caller_or_the_others(site: Path, tm
     run_id, described = out.stdout.strip().splitlines()
     assert "jsonl: 200 of 200 values delivered" in described
     assert "failing: 0 of 200 values delivered, 200 NOT delivered, close NOT acknowledged, failures: log_metrics: ConnectionError x" in described
-    # reported once, then counted
-    assert out.stderr.count("tracker unreachable") == 1
+    # reported once, then counted: the incomplete run's end names the cause with its count
+    assert out.stderr.count("tracker unreachable") == 2
+    assert out.stderr.count("failed in log_metrics (ConnectionError: tracker unreachable)") == 1
+    assert "failing failed: ConnectionError: tracker unreachable (reported 1x: log_metrics)" in out.stderr
     primary = (tmp_path / "jsonl" / run_id / "primary.jsonl").read_text()
     assert primary.count('"type": "metric"') == 200
 

@@ -54,6 +54,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..config.secrets import redact_argv
+from .failures import extra_of
 from .modes import Delivery
 from .plan import Plan
 from .stream import Message
@@ -212,7 +213,7 @@ class ProcessDelivery:
             else:
                 self._inside.pop(str(event["b"]), None)
         elif kind == "log":
-            logging.getLogger(event["name"]).log(int(event["level"]), "%s", event["msg"])
+            logging.getLogger(event["name"]).log(int(event["level"]), "%s", event["msg"], extra=extra_of(event))
         elif kind == "ready":
             self._ready = True
         elif kind == "started":
@@ -246,10 +247,10 @@ class ProcessDelivery:
         if self.restarts >= MAX_RESTARTS:
             log.warning(
                 "tracking-core's delivery process ended unexpectedly (exit code %s) after %d "
-                "restarts; what this process logs from now on stays in its journal: run "
-                "`tracking-core sync`",
+                "restarts; what this process logs from now on stays in its journal: run `%s`",
                 code,
                 self.restarts,
+                _sync_command(self.plan),
             )
             self._give_up()
             return
@@ -308,11 +309,12 @@ class ProcessDelivery:
             others = ", ".join(b.name for b in self.plan.backends)
             log.warning(
                 "backend %r: %s; it is left out of delivery for the rest of this run%s; what it "
-                "lacks stays in the journal: run `tracking-core sync` (it delivers each tracker "
-                "in a process of its own)",
+                "lacks stays in the journal: run `%s` (it delivers each tracker in a process of "
+                "its own)",
                 name,
                 why,
                 f" while {others} go on" if others else "",
+                _sync_command(self.plan),
             )
 
     def _replay_waiting(self) -> None:
@@ -393,6 +395,13 @@ class ProcessDelivery:
         if self._local is not None:
             return self._local.report()
         return self._report
+
+
+def _sync_command(plan: Plan) -> str:
+    """The command that delivers what this writer's journal keeps."""
+    from ..report import sync_command
+
+    return sync_command(plan.folder or "<tracking dir>")
 
 
 def log_path(plan: Plan) -> Path | None:

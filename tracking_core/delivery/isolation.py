@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from .client import describe_exit
+from .failures import extra_of
 from .follower import end_of, retire
 from .journal import Acks, outstanding
 from .plan import BackendPlan, Plan
@@ -68,11 +69,12 @@ def replay_apart(
     lock_fd: int,
     deadline: float,
     on_opened: Callable[[str, Any], None],
-) -> tuple[dict[str, str], dict[str, Outcome], dict[str, Any]]:
+) -> tuple[dict[str, str], dict[str, Outcome], dict[str, tuple[int, int]]]:
     """Deliver the journal in ``folder`` (its lock held in ``lock_fd``) to the backends in
     ``plans``, each in its own process, by ``deadline``; ``names`` are all the journal's
     backends. Returns what is still outstanding (the journal was removed when nothing is), each
-    backend's :class:`Outcome`, and the journal's progress per backend."""
+    backend's :class:`Outcome`, and the journal's progress per backend (values delivered,
+    values rejected)."""
     end = end_of(folder, "KILLED")  # the writer died before journaling its end: done once, here
     acks = Acks(folder, names)
     timeout = max(0.0, deadline - time.monotonic() - MARGIN)
@@ -102,7 +104,7 @@ def replay_apart(
     missing = outstanding(acks.progress, names, end)
     if not missing:
         retire(folder)
-    progress = {name: p.delivered for name, p in acks.progress.items()}
+    progress = {name: (p.delivered, p.rejected) for name, p in acks.progress.items()}
     return missing, outcomes, progress
 
 
@@ -122,7 +124,7 @@ def _on_event(
     elif kind == "opened":
         on_opened(name, event.get("result"))
     elif kind == "log":
-        logging.getLogger(str(event["name"])).log(int(event["level"]), "%s", event["msg"])
+        logging.getLogger(str(event["name"])).log(int(event["level"]), "%s", event["msg"], extra=extra_of(event))
 
 
 def _start(

@@ -45,7 +45,9 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..plugins import get_plugin_manager
+from ..report import sync_command
 from .client import log_path
+from .failures import FAILURE
 from .follower import Follower
 from .journal import WRITER_LOCK, Acks, held
 from .plan import Plan
@@ -103,7 +105,10 @@ class ForwardLogs(logging.Handler):
             msg = record.getMessage()
             if record.exc_info:
                 msg += "\n" + logging.Formatter().formatException(record.exc_info)
-            if not self.channel.send({"ev": "log", "name": record.name, "level": record.levelno, "msg": msg}):
+            event = {"ev": "log", "name": record.name, "level": record.levelno, "msg": msg}
+            if isinstance(getattr(record, FAILURE, None), dict):
+                event["failure"] = getattr(record, FAILURE)  # the receiver collapses repeats too
+            if not self.channel.send(event):
                 sys.stderr.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {record.levelname} {record.name}: {msg}\n")
                 sys.stderr.flush()
         except Exception:  # noqa: BLE001 - logging must never fail delivery
@@ -202,9 +207,10 @@ class Child:
         if report["outstanding"]:
             log.warning(
                 "the process that wrote %s ended without finishing its run; what could not be "
-                "delivered within %.0f s stays in its journal: run `tracking-core sync` (%s)",
+                "delivered within %.0f s stays in its journal: run `%s` (%s)",
                 folder,
                 self.plan.exit_timeout,
+                sync_command(folder),
                 "; ".join(f"{k}: {v}" for k, v in report["outstanding"].items()),
             )
 

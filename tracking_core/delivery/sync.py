@@ -37,6 +37,7 @@ from .journal import (
     JOURNAL_DIR,
     META,
     WRITER_LOCK,
+    SegmentReader,
     find_journals,
     held,
     last_record,
@@ -44,9 +45,16 @@ from .journal import (
     read_meta,
 )
 from .plan import BackendPlan, context_to_dict, plain
+from .worker import count_values
 from .writers import identity
 
 log = logging.getLogger("tracking_core.sync")
+
+
+def sync_command(path: str | os.PathLike[str]) -> str:
+    from ..report import sync_command as command
+
+    return command(path)
 
 #: How long ``tracking-core sync`` may take in all (``--timeout``): waiting for a process that is
 #: delivering a journal, and every tracker's delivery. What is not done by then stays.
@@ -74,8 +82,16 @@ def holds_tracking_data(root: Path) -> bool:
 
 @dataclass
 class SyncReport:
+    """What a sync did. ``records`` is the number of values delivered, all trackers together;
+    ``delivered`` and ``rejected`` say it per tracker, counted as a run's finish summary counts
+    the values it did not deliver (each metric value, each table, histogram, text and artifact;
+    not config sections nor the close): a summary's "N NOT delivered" for a tracker is what a
+    sync then delivers to it plus what that tracker rejects."""
+
     journals: int = 0
     records: int = 0
+    delivered: dict[str, int] = field(default_factory=dict)
+    rejected: dict[str, int] = field(default_factory=dict)
     opened: list[str] = field(default_factory=list)
     skipped_live: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
@@ -84,6 +100,25 @@ class SyncReport:
     finished_elsewhere: list[str] = field(default_factory=list)
     #: journal folder -> lines in it that were not records (cut or garbage), read past
     bad_lines: dict[str, int] = field(default_factory=dict)
+
+    def add(self, name: str, delivered: int, rejected: int) -> None:
+        """Count one tracker's progress through one journal."""
+        self.records += max(0, delivered)
+        self.delivered[name] = self.delivered.get(name, 0) + max(0, delivered)
+        if rejected > 0:
+            self.rejected[name] = self.rejected.get(name, 0) + rejected
+
+    def tracker_lines(self) -> list[str]:
+        """One line per tracker this sync delivered to (or whose values it rejected)."""
+        lines = []
+        for name in sorted(set(self.delivered) | set(self.rejected)):
+            if not (self.delivered.get(name) or self.rejected.get(name)):
+                continue  # it lacked nothing
+            text = f"{name}: {self.delivered.get(name, 0)} values delivered"
+            if self.rejected.get(name):
+                text += f", {self.rejected[name]} rejected by the tracker (see the warnings above)"
+            lines.append(text)
+        return lines
 
 
 def sync(
@@ -149,7 +184,7 @@ def replay(
     run_id = str(meta["handle"]["run_id"])
     handle = handles.get(run_id) or _saved_handle(meta)
     handles[run_id] = handle
-    before = {name: p.delivered for name, p in read_acks(folder).items()}
+    before = {name: (p.delivered, p.rejected) for name, p in read_acks(folder).items()}
     try:
         setup = _setup(folder, meta, handle, manager, report)
     except Refused as exc:
@@ -174,7 +209,9 @@ def replay(
     )
     follower.start()
     result = follower.finish(follower.replay_end(), max(0.0, deadline - time.monotonic()))
-    report.records += sum(b["delivered"] - before.get(name, 0) for name, b in result["backends"].items())
+    for name, b in result["backends"].items():
+        was = before.get(name, (0, 0))
+        report.add(name, int(b["delivered"]) - was[0], int(b["rejected"]) - was[1])
     if result.get("bad_lines"):
         report.bad_lines[str(folder)] = int(result["bad_lines"])
     if result["outstanding"]:
@@ -198,13 +235,13 @@ def _take_over(folder: Path, report: SyncReport, stream: TextIO | None, deadline
     except FollowerBusy:
         report.errors.append(
             f"{folder}: another process was still delivering it after {wait:.0f} s; run "
-            f"`tracking-core sync {folder}` again later"
+            f"`{sync_command(folder)}` again later"
         )
     return None
 
 
 def _replay_apart(
-    folder: Path, setup: _Setup, lock_fd: int, deadline: float, report: SyncReport, before: dict[str, int]
+    folder: Path, setup: _Setup, lock_fd: int, deadline: float, report: SyncReport, before: dict[str, tuple[int, int]]
 ) -> None:
     """Each backend in a process of its own (see :mod:`.isolation`)."""
     plans = [
@@ -224,7 +261,9 @@ def _replay_apart(
         )
     finally:
         os.close(lock_fd)
-    report.records += sum(max(0, delivered.get(name, 0) - before.get(name, 0)) for name in delivered)
+    for name, (got, refused) in delivered.items():
+        was = before.get(name, (0, 0))
+        report.add(name, got - was[0], refused - was[1])
     bad = max((int((o.report or {}).get("bad_lines") or 0) for o in outcomes.values()), default=0)
     if bad:
         report.bad_lines[str(folder)] = bad
@@ -415,3 +454,47 @@ def _settled(journal: Path) -> bool:
     last = last_record(journal)
     progress = read_acks(journal)
     return all(name in progress and progress[name].n >= last for name in backends)
+
+
+def owed_in(folder: Path) -> dict[str, dict[str, Any]]:
+    """What each backend of a journal still lacks, counted as a finish summary and a sync count
+    it: ``values`` (metric values and rich records not yet done), ``configs`` (config sections
+    not delivered: not reached yet, or refused), ``closed`` (its end done), with the
+    ``delivered`` and ``rejected`` values its acknowledgements record. Empty when the journal
+    cannot be read."""
+    try:
+        names = [str(b) for b in read_meta(folder).get("backends") or []]
+    except ValueError:
+        return {}
+    progress = read_acks(folder)
+    out = {}
+    for name in names:
+        p = progress.get(name)
+        out[name] = {
+            "values": 0,
+            "configs": 0,
+            "closed": False,
+            "delivered": p.delivered if p else 0,
+            "rejected": p.rejected if p else 0,
+        }
+    reader = SegmentReader(folder)
+    try:
+        while True:
+            records = reader.read(10_000, final=True)
+            if not records:
+                break
+            for record in records:
+                n, kind = int(record["n"]), record.get("t")
+                for name in names:
+                    p = progress.get(name)
+                    if p is not None and p.done(n):
+                        if kind == "end":
+                            out[name]["closed"] = True
+                        continue
+                    if kind == "config":
+                        out[name]["configs"] += 1
+                    elif kind != "end":
+                        out[name]["values"] += count_values([record])
+    finally:
+        reader.close()
+    return out

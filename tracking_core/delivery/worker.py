@@ -35,6 +35,7 @@ from ..plugins import PluginManager
 from ..records import HistogramRecord, MetricRecord, RunStatus
 from ..registry import BackendSpec
 from . import kinds
+from .failures import failure
 from .journal import Acks, section_from_dict
 from .stream import Stream
 from .writers import Counts, Publisher, await_writers, identity, owing_text
@@ -70,9 +71,13 @@ def records_of(row: Mapping[str, Any], prefix: str, role: str | None) -> list[Me
     ]
 
 
-def _values(batch: list[dict[str, Any]]) -> int:
-    """What a batch counts for in the summary: each metric value, each rich record."""
+def count_values(batch: list[dict[str, Any]]) -> int:
+    """What journal records count for, in the finish summary and in ``tracking-core sync``
+    alike: each metric value, each rich record (config sections and the end are not values)."""
     return sum(len(e["m"]) if e["t"] == "row" else 1 if e["t"] in kinds.HOOKS else 0 for e in batch)
+
+
+_values = count_values
 
 
 
@@ -98,6 +103,7 @@ class FailureLog:
     def record(self, what: str, exc: BaseException, then: str = "the call is retried") -> None:
         kind = f"{what}: {type(exc).__name__}"
         if kind not in self.counts:
+            # The same cause in another hook is said in one short line (see .failures).
             log.warning(
                 "backend %r failed in %s (%s: %s); training goes on, %s and further failures of "
                 "this kind are only counted",
@@ -106,6 +112,7 @@ class FailureLog:
                 type(exc).__name__,
                 exc,
                 then,
+                extra=failure(self.backend, what, exc),
             )
         self.counts[kind] += 1
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import logging
 import os
-import shlex
 import socket
 import threading
 import time
@@ -62,8 +61,11 @@ class Counts(NamedTuple):
 
 
 def sync_command(tracking_dir: str) -> str:
-    """The command that delivers a writer's leftovers, to be run on its host."""
-    return f"tracking-core sync {shlex.quote(tracking_dir)}"
+    """The command that delivers a writer's leftovers, to be run on its host (named as it runs
+    on this one: the same installation is taken to be there)."""
+    from ..report import sync_command as command
+
+    return command(tracking_dir)
 
 
 def identity(

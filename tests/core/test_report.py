@@ -1,0 +1,143 @@
+"""What a run says to its user with logging left unconfigured: where it goes when it starts, its
+summary at the end, an incomplete delivery as one block with the command that completes it
+(runnable as printed), one tracker's repeated error said once in full, and the quiet option."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.mlflow_server import MlflowServer, free_port
+from tests.helpers.subprocess_python import python_env, run_python
+
+DROP = ("TRACKING_CORE_*", "MLFLOW_*")
+BIN = Path(sys.executable).parent
+
+# A user's script: no logging configured. The primary and an actor writer (a second delivery
+# process, whose own report of the same failure reaches this process) log to MLflow.
+DOWN_JOB = """
+    import sys, tracking_core
+    run = tracking_core.start_run(config={"lr": 0.1}, backends=["mlflow"], tracking_dir=sys.argv[1],
+                                  options={"mlflow_tracking_uri": sys.argv[2]})
+    actor = tracking_core.attach(role="actor", writer=True, collect=False, config={"lr": 0.2})
+    for step in range(5):
+        run.log_metrics({"loss": 1.0 / (step + 1), "reward": float(step)}, step=step)
+        actor.log_metrics({"pg_loss": 0.5}, step=step)
+    print("flushed", actor.flush(timeout=60), run.flush(timeout=60), flush=True)  # tried: it failed
+    actor.finish(timeout=3)
+    run.finish(timeout=6)
+    print("script done", flush=True)
+"""
+
+
+def _bare_path_env() -> dict[str, str]:
+    """The user's shell: no tracking or MLflow variables, the venv's bin not on PATH."""
+    env = python_env(drop=DROP)
+    env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if p and Path(p) != BIN)
+    env.pop("VIRTUAL_ENV", None)
+    return env
+
+
+@pytest.mark.slow
+def test_an_undelivered_run_ends_with_one_block_and_its_command_delivers_it(tmp_path: Path) -> None:
+    pytest.importorskip("mlflow")
+    port = free_port()  # bound and closed: nothing listens there for the whole job
+    uri = f"http://127.0.0.1:{port}"
+    env = _bare_path_env()
+    job = run_python(DOWN_JOB, args=[tmp_path / "td", uri], env={**env, "TRACKING_CORE_EXIT_TIMEOUT": "3"}, drop=DROP)
+    err = job.stderr
+    assert job.returncode == 0 and "script done" in job.stdout  # training's exit status is its own
+
+    # One block the user cannot miss: which tracker lacks what, and the command.
+    block = err[err.index("but its delivery is INCOMPLETE") :]
+    assert re.search(r"^  mlflow: 0 of 15 values delivered, 2 config section\(s\) not delivered, run not closed$", block, re.M), block
+    # The connection error: once in full, then short lines naming the hook, then a count.
+    assert err.count("Max retries exceeded") == 1, err
+    assert re.search(r"failed in attach_run: MlflowException: Connection refused \(127\.0\.0\.1:\d+\), as reported above", err), err
+    assert re.search(r"mlflow failed: MlflowException: Connection refused \(127\.0\.0\.1:\d+\) \(reported \dx: open_run, attach_run\)", block), block
+    command = re.search(r"once the trackers can be reached, run:\n    (.+)$", block, re.M).group(1)
+    assert "tracking-core sync" in command and Path(shlex.split(command)[0]).is_absolute(), command
+
+    # Run as printed, from a shell whose PATH lacks the venv, with the server now up.
+    with MlflowServer(tmp_path / "server", port=port) as server:
+        done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "mlflow: 15 values delivered" in done.stdout, done.stdout
+        from mlflow.tracking import MlflowClient
+
+        client = MlflowClient(server.uri)
+        runs = client.search_runs([e.experiment_id for e in client.search_experiments()])
+        assert len(runs) == 1 and runs[0].info.status == "FINISHED"
+        for key, n in (("loss", 5), ("reward", 5), ("actor/pg_loss", 5)):
+            assert len(client.get_metric_history(runs[0].info.run_id, key)) == n, key
+
+
+START_JOB = """
+    import argparse, logging, sys, tracking_core
+    parser = argparse.ArgumentParser()
+    tracking_core.add_tracking_options(parser)
+    args = parser.parse_args(sys.argv[2:])
+    if args.tracking_dir == "configured":  # an application that configured logging itself
+        logging.basicConfig(level=logging.WARNING, format="APP %(name)s: %(message)s")
+    run = tracking_core.start_run(args=args, backends=["jsonl"], tracking_dir=sys.argv[1])
+    for step in range(3):
+        run.log_metrics({"loss": 1.0, "acc": 0.5}, step=step)
+    run.finish()
+"""
+
+
+def _start_job(tmp_path: Path, *args: str, **env: str) -> str:
+    job = run_python(START_JOB, args=[tmp_path / "td", *args], env=env, drop=DROP)
+    return job.stderr
+
+
+def test_a_script_says_where_its_run_goes_and_how_it_ended(tmp_path: Path) -> None:
+    err = _start_job(tmp_path)
+    start = re.search(r"^tracking-core: run (\S+) started → jsonl\n  jsonl: (\S+)$", err, re.M)
+    assert start, err
+    assert Path(start.group(2)).is_dir() and str(tmp_path / "td") in start.group(2)
+    assert re.search(r"^tracking-core: run FINISHED; jsonl: 6 of 6 values delivered$", err, re.M), err
+    assert err.count("tracking-core: run") == 2, err  # once each, from the primary only
+
+    # logging configured by the application: its handlers say them, once each
+    err = _start_job(tmp_path, "--tracking-dir", "configured")
+    assert err.count("APP tracking_core.report: tracking-core: run") == 2 and err.count("tracking-core: run") == 2, err
+
+
+@pytest.mark.parametrize("how", ["option", "variable"])
+def test_quiet_silences_the_start_line_and_the_summary(tmp_path: Path, how: str) -> None:
+    err = _start_job(tmp_path, "--tracking-quiet") if how == "option" else _start_job(tmp_path, TRACKING_CORE_QUIET="1")
+    assert "tracking-core" not in err, err
+
+
+def test_the_sync_command_runs_without_a_console_script(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tracking_core.report import sync_command
+
+    assert shlex.split(sync_command("/x y"))[1:] == ["sync", "/x y"]
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "bin" / "python"))  # no tracking-core beside it
+    assert sync_command("/d", 5) == f"{tmp_path}/bin/python -m tracking_core sync --timeout 5 /d"
+    monkeypatch.undo()
+    done = subprocess.run([sys.executable, "-m", "tracking_core", "sync", str(tmp_path)], capture_output=True, text=True, env=python_env(drop=DROP))
+    assert done.returncode == 2 and "holds no tracking data" in done.stderr, done.stderr
+
+
+def test_a_failure_cause_leaves_out_what_varies_between_calls() -> None:
+    from tracking_core.delivery.failures import cause_of
+
+    def refused(path: str) -> Exception:
+        return RuntimeError(
+            f"API request to http://10.0.0.5:5000{path} failed with exception HTTPConnectionPool(host='10.0.0.5', "
+            f"port=5000): Max retries exceeded with url: {path} (Caused by NewConnectionError(\"HTTPConnection"
+            "(host='10.0.0.5', port=5000): Failed to establish a new connection: [Errno 111] Connection refused\"))"
+        )
+
+    one = cause_of(refused("/api/2.0/mlflow/runs/log-batch"))
+    assert one == "RuntimeError: Connection refused (10.0.0.5:5000)"
+    assert cause_of(refused("/api/2.0/mlflow/runs/update?run_id=4f1c2a9e8b7d")) == one
+    assert cause_of(ValueError("run 4f1c2a9e8b7d6c5a not found at https://host/x?y=1")) == "ValueError: run … not found at https://host"

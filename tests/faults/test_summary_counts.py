@@ -1,0 +1,56 @@
+"""A finish summary and the ``tracking-core sync`` after it count the same things the same way:
+what the summary says a tracker lacks is, per tracker, what the sync then delivers to it plus
+what that tracker rejects (values, tables, histograms and texts alike; configs are not values)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from tests.faults.conftest import Faults, explain_sync, run_job
+from tests.faults.conftest import sync as run_sync
+
+JOB = """
+import sys, tracking_core
+run = tracking_core.start_run(config={"lr": 0.1}, backends=["faulty", "steady"], tracking_dir=sys.argv[1])
+for step in range(5):
+    run.log_metrics({"a": step, "b": step * 2, "c": 1.0}, step=step)
+run.log_table("tab", [{"x": 1}], step=0)
+run.log_histogram("h", [1.0, 2.0, 3.0], step=0)
+run.log_text("t", "hello", step=0)
+report(s=summ(run.finish(timeout=5)))
+"""
+
+
+def _lacks(summary: dict, name: str) -> int:
+    return int(summary["backends"][name]["undelivered"])
+
+
+def _synced(stdout: str, name: str) -> tuple[int, int]:
+    found = re.search(rf"^  {name}: (\d+) values delivered(?:, (\d+) rejected by the tracker)?", stdout, re.M)
+    assert found, stdout
+    return int(found.group(1)), int(found.group(2) or 0)
+
+
+def test_what_the_summary_says_is_missing_is_what_sync_delivers(faults: Faults, tmp_path: Path) -> None:
+    faults.go_down()
+    job = run_job(JOB, faults.env(), workdir=tmp_path, args=[tmp_path / "td"])
+    summary = job.result["s"]
+    assert _lacks(summary, "faulty") == 18 and _lacks(summary, "steady") == 0, summary["describe"]
+    faults.come_back()
+    done = run_sync(tmp_path / "td", faults.env())
+    assert done.returncode == 0, explain_sync(done)
+    assert _synced(done.stdout, "faulty") == (18, 0)
+    assert not re.search(r"^  steady:", done.stdout, re.M), done.stdout  # it lacked nothing
+    assert sum(faults.metrics("faulty").values()) == 15
+
+
+def test_what_the_tracker_rejects_at_sync_is_said_beside_what_it_took(faults: Faults, tmp_path: Path) -> None:
+    faults.go_down()
+    job = run_job(JOB, faults.env(), workdir=tmp_path, args=[tmp_path / "td"])
+    lacked = _lacks(job.result["s"], "faulty")
+    faults.come_back()
+    done = run_sync(tmp_path / "td", faults.env(FAULT_REJECT_KEY="tab"))  # the table is refused now
+    assert done.returncode == 0, explain_sync(done)
+    delivered, rejected = _synced(done.stdout, "faulty")
+    assert (delivered, rejected) == (17, 1) and delivered + rejected == lacked, done.stdout

@@ -1,0 +1,183 @@
+"""What a run says to the person running it: where it goes when it starts, what arrived when it
+ends, and the command that delivers the rest.
+
+Training scripts seldom configure logging, and a run's start and end are what their user wants
+to see: so these lines go to ``tracking_core.report``, a logger that shows them by default. Its
+own handler writes them to stderr while nothing else would (no handler on the root logger or on
+``tracking_core``); once the application configures logging, they reach its handlers instead,
+in its format. The start line and the summary of a complete run are INFO records of that logger
+(visible although the root logger's level is WARNING: the logger's own level is INFO); an
+incomplete delivery is one WARNING block. Only the job's primary says them (once per run, not
+once per rank). ``--tracking-quiet`` / ``$TRACKING_CORE_QUIET`` silence the start line and a
+complete run's summary; an incomplete delivery is still said.
+
+Every command printed here runs as printed from any shell: :func:`command` names
+``tracking-core`` by its full path when ``PATH`` does not find the one beside this Python (the
+virtual environment not activated), and as ``<python> -m tracking_core`` where there is no
+console script at all (a source checkout on ``PYTHONPATH``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shlex
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from . import settings
+
+if TYPE_CHECKING:
+    from .handle import RunHandle
+    from .summary import FinishSummary
+
+__all__ = ["command", "finished", "quiet", "started", "sync_command"]
+
+log = logging.getLogger("tracking_core.report")
+log.setLevel(logging.INFO)
+
+TOOL = "tracking-core"
+
+
+class _Terminal(logging.Handler):
+    """Writes the report's lines to this process's stderr while logging is not configured."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if logging.getLogger().handlers or logging.getLogger("tracking_core").handlers:
+            return  # the application's logging shows it (the record propagates there)
+        try:
+            stream = sys.stderr
+            stream.write(record.getMessage() + "\n")
+            stream.flush()
+        except Exception:  # noqa: BLE001 - a closed stderr must never reach training
+            pass
+
+
+if not any(isinstance(h, _Terminal) for h in log.handlers):
+    log.addHandler(_Terminal())
+
+
+# -- commands ----------------------------------------------------------------------------------
+def command(*args: str | os.PathLike[str]) -> str:
+    """``tracking-core ARGS`` as a command line that runs as printed: the bare name when ``PATH``
+    finds the console script installed beside this Python, its full path when it does not,
+    ``<python> -m tracking_core`` when there is none."""
+    beside = Path(sys.executable).parent / TOOL
+    if beside.exists():
+        from .viewers import runnable
+
+        head = shlex.quote(runnable(TOOL))
+    else:
+        head = shlex.join([sys.executable, "-m", "tracking_core"])
+    return " ".join([head, *(shlex.quote(str(a)) for a in args)])
+
+
+def sync_command(path: str | os.PathLike[str], timeout: float | None = None) -> str:
+    """The ``tracking-core sync`` command that delivers what is kept under ``path``."""
+    extra = ["--timeout", f"{timeout:g}"] if timeout is not None else []
+    return command("sync", *extra, path)
+
+
+# -- the quiet setting -------------------------------------------------------------------------
+def quiet(args: Any = None) -> bool:
+    """``--tracking-quiet`` (``args.tracking_quiet``), else ``$TRACKING_CORE_QUIET``."""
+    value = getattr(args, "tracking_quiet", None)
+    if value is not None:
+        return bool(value)
+    return settings.quiet()
+
+
+# -- the start line ----------------------------------------------------------------------------
+def started(handle: RunHandle, *, resumed: bool = False, args: Any = None) -> None:
+    """Say where the run goes, per tracker (the lines ``tracking-core show`` and the demo give:
+    :func:`tracking_core.viewers.where_to_look`). Never raises."""
+    from .delivery.failures import forget
+
+    forget()  # the failures this run's end counts are its own
+    if quiet(args):
+        return
+    try:
+        from .viewers import where_to_look
+
+        lines = where_to_look(handle)
+    except Exception as exc:  # noqa: BLE001 - saying where must never stop a start
+        lines = [f"(where each tracker's data goes could not be said: {type(exc).__name__}: {exc})"]
+    trackers = ", ".join(handle.backends) or "no tracker"
+    name = f" ({handle.name})" if handle.name and handle.name != handle.run_id else ""
+    head = f"tracking-core: run {handle.run_id}{name} {'resumed' if resumed else 'started'} → {trackers}"
+    log.info("%s", "\n".join([head, *(f"  {line}" for line in lines)]))
+
+
+# -- the end -----------------------------------------------------------------------------------
+def finished(summary: FinishSummary, handle: RunHandle, *, tracking_dir: str | os.PathLike[str], args: Any = None) -> None:
+    """The primary's end of the run: one line when everything arrived, else one block that says
+    which tracker lacks what, why, and the command that delivers it. Never raises."""
+    try:
+        if summary.drained:
+            if not quiet(args):
+                log.info("tracking-core: %s", summary.describe())
+            return
+        log.warning("%s", incomplete_block(summary, handle, tracking_dir))
+    except Exception as exc:  # noqa: BLE001 - the summary is returned to the caller anyway
+        log.warning("tracking-core: %s (the full report failed: %s: %s)", summary.describe(), type(exc).__name__, exc)
+
+
+def incomplete_block(summary: FinishSummary, handle: RunHandle, tracking_dir: str | os.PathLike[str]) -> str:
+    """The block said when a run ended with something undelivered (see :func:`finished`)."""
+    from .delivery.failures import reported
+    from .delivery.sync import owed_in
+
+    lines = [f"tracking-core: run {handle.run_id} {summary.status.value}, but its delivery is INCOMPLETE:"]
+    own = owed_in(Path(summary.journal)) if summary.journal else {}
+    peers = [owed_in(Path(folder)) for folder in summary.peers]
+    for name, info in summary.backends.items():
+        lines.append(f"  {name}: {tracker_line(name, info, summary.logged, own.get(name), peers)}")
+    for cause in reported():
+        lines.append(f"  {cause}")
+    for info in summary.writers.values():
+        from .delivery.writers import owing_text
+
+        lines.append(f"  another writer: {owing_text(info)}")
+    kept = Path(tracking_dir) / "journal" / handle.run_id
+    if summary.journal or summary.peers or not summary.writers:
+        lines.append(f"  what is missing is kept in {kept}; once the trackers can be reached, run:")
+        lines.append(f"    {sync_command(kept)}")
+    lines.append(f"  (details: {summary.describe()})")
+    return "\n".join(lines)
+
+
+def tracker_line(
+    name: str,
+    info: Mapping[str, Any],
+    logged: int,
+    own: Mapping[str, Any] | None,
+    peers: list[dict[str, dict[str, Any]]],
+) -> str:
+    """What one tracker lacks: values (this writer's, and those of the other writers whose
+    journals were replayed here), config sections not delivered, and whether the run was closed
+    there. The values are counted as ``tracking-core sync`` counts what it then delivers."""
+    delivered, total = int(info.get("delivered", 0)), logged
+    rejected = int(info.get("rejected", 0))
+    configs = own["configs"] if own is not None else len(info.get("missing_configs") or [])
+    closed = bool(info.get("closed"))
+    for owed in peers:
+        theirs = owed.get(name)
+        if theirs is None:
+            continue
+        delivered += theirs["delivered"]
+        rejected += theirs["rejected"]
+        total += theirs["delivered"] + theirs["rejected"] + theirs["values"]
+        configs += theirs["configs"]
+        closed = closed and theirs["closed"]
+    parts = [f"{delivered} of {total} values delivered"]
+    if rejected:
+        parts.append(f"{rejected} rejected by the tracker")
+    if configs:
+        parts.append(f"{configs} config section(s) not delivered")
+    if not closed:
+        parts.append("run not closed")
+    if info.get("left_out"):
+        parts.append(f"left out of delivery: {info['left_out']}")
+    return ", ".join(parts)
