@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import socket
 import sys
 import threading
@@ -31,6 +30,7 @@ from tests.helpers.mlflow_server import MlflowServer, mlflow_server  # noqa: F40
 from tests.helpers.nodes import Link, SimulatedNode, simulated_nodes  # noqa: F401
 from tracking_core.plugins import get_plugin_manager
 from tracking_core.records import RunStatus
+from tracking_core.report import sync_command
 
 
 class Registry:
@@ -138,7 +138,7 @@ def test_hook_publish_writer(registry: type[Registry], tmp_path: Path) -> None:
     assert (last["journaled"], last["delivered"], last["rejected"]) == (5, 5, 0)
     assert (last["role"], last["rank"], last["host"], last["pid"]) == ("actor", 0, socket.gethostname(), os.getpid())
     assert last["tracking_dir"] == str(child.tracking_dir)
-    assert last["sync"] == f"tracking-core sync {shlex.quote(str(child.tracking_dir))}"
+    assert last["sync"] == sync_command(str(child.tracking_dir))
     assert last["beat"] == 5.0 and last["at"] <= time.time()
     primary = _of(run.label)
     assert primary[0]["state"] == "writing" and primary[-1]["state"] == "complete"
@@ -359,7 +359,7 @@ def test_a_healthy_writer_on_another_node_is_complete_and_the_run_finished(
     (critic,) = [s for s in states.values() if s["role"] == "critic"]
     assert critic["state"] == "complete" and critic["host"] == "node1" and critic["rank"] == 0
     assert (critic["journaled"], critic["delivered"]) == (4, 4)
-    assert critic["sync"] == f"tracking-core sync {shlex.quote(str(node.tracking_dir))}"
+    assert critic["sync"] == sync_command(str(node.tracking_dir))
     assert states[run.label]["state"] == "complete"
     assert _steps(uri, mlflow_run, "critic/loss") == [0, 1, 2, 3]
 
@@ -394,7 +394,7 @@ def test_a_lost_node_is_named_and_its_sync_completes_the_run_exactly_once(
         (entry,) = summary.writers.values()
         assert (entry["role"], entry["rank"], entry["host"]) == ("critic", 0, "node1")
         command = entry["sync"]
-        assert command == f"tracking-core sync {shlex.quote(str(node.tracking_dir))}"
+        assert command == sync_command(str(node.tracking_dir))
         text = summary.describe()
         assert "critic rank 0 on host node1" in text and f"run on node1: {command}" in text, text
         assert "last heard" in text and not summary.drained
