@@ -12,10 +12,17 @@ It runs in the role's writer process, inside ``tracking_core.attach``, and only 
 by the adapter's drop-ins (:func:`collecting`): a plain ``tracking_core.attach`` elsewhere in the
 same process is not given slime's args. Resolving is idempotent, so it is right whether ``args`` is
 the launch namespace or (as in slime's Ray actors) the role's own already-resolved copy.
+
+The role's args hold the tracking options too (tracking-core's, its plugins', the adapter's own
+``--tracking-log-samples`` and the proposed MLflow flags); the config pipeline keeps them out of
+the role's params (:func:`tracking_core.options.tracking_option_dests`). A Ray actor never saw the
+parser, so the drop-ins first make the adapter's flags known in its process
+(:func:`declare_adapter_options`).
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import contextvars
 import logging
@@ -34,6 +41,7 @@ log = logging.getLogger("tracking_core.slime.collectors")
 #: Attributes of slime's args that are plumbing of this adapter, not configuration of the role.
 NOT_CONFIG = frozenset({ARGS_ATTR})
 
+_declared = False
 _active: contextvars.ContextVar[bool] = contextvars.ContextVar(
     "tracking_core_slime_collecting", default=False
 )
@@ -94,6 +102,22 @@ def placement(role: str, args: Any) -> dict[str, Any]:
                 out[f"parallel/{field.removeprefix('rollout_')}"] = value
     out.update(megatron_layout())
     return out
+
+
+def declare_adapter_options() -> None:
+    """Add the adapter's options to a parser of its own, once per process: through
+    :class:`tracking_core.HostParser`, which makes their destinations tracking options here
+    (the driver's parser did so in the driver's process only)."""
+    global _declared
+    if _declared:
+        return
+    _declared = True  # first: adding the options registers the adapter's plugins, which call this
+    from .options import add_tracking_arguments
+
+    try:
+        add_tracking_arguments(argparse.ArgumentParser(add_help=False))
+    except Exception as exc:  # noqa: BLE001 - the role's config is logged all the same
+        log.debug("could not list the adapter's options (%s: %s)", type(exc).__name__, exc)
 
 
 @hookimpl

@@ -141,11 +141,14 @@ def _warn_once(key: str, message: str, *args: Any) -> None:
 # -- plugins -------------------------------------------------------------------------------------
 def register_plugins() -> None:
     """Register the adapter's hook implementations (slime's switches, the role-config collector)
-    with this process's plugin manager; idempotent, and redone after a plugin manager reset."""
+    with this process's plugin manager; idempotent, and redone after a plugin manager reset.
+    The adapter's own flags become tracking options of this process, kept out of the roles'
+    params (:func:`slime_integration.collectors.declare_adapter_options`)."""
     manager = tracking_core.get_plugin_manager()
     for name, plugin in PLUGIN_NAMES.items():
         if manager.pm.get_plugin(name) is None and not manager.pm.is_registered(plugin):
             manager.register(plugin, name)
+    _collectors.declare_adapter_options()
 
 
 def unregister_plugins() -> None:

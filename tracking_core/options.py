@@ -3,12 +3,17 @@
 Hosts such as slime and Megatron already define many tracker options (``--wandb-project``,
 ``--tensorboard-dir``); defining one twice is an argparse error. :class:`HostParser` wraps the
 host's parser so that a plugin declares what it needs and silently reuses what already exists.
+
+These options say where the data goes, not what the job is: :func:`tracking_option_dests` names
+their destinations, so that the config pipeline keeps them out of each role's params and logs
+them once, as the launch config's ``tracking/`` group.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -21,21 +26,31 @@ KEY_STYLE_ENV = settings.KEY_STYLE
 DEFAULT_TRACKING_DIR = "tracking-runs"
 KEY_STYLES = ("default", "slime")
 
+#: Destinations of the options a :class:`HostParser` of this process added (tracking-core's own,
+#: its plugins', a host adapter's), whatever parser they went to.
+_ADDED_DESTS: set[str] = set()
+_ADDED_LOCK = threading.Lock()
+
 
 class HostParser:
     """A view of the host's parser (or argument group) that skips options it already has.
 
     ``reserved`` maps option strings the host will add *later* to their ``dest`` (slime adds its
     ``--wandb-*`` flags after calling its extra-arguments providers): they count as defined.
+    Every option added through it counts as a tracking option (:func:`tracking_option_dests`)
+    unless ``record`` is false.
     """
 
     def __init__(
         self,
         parser: argparse.ArgumentParser | argparse._ArgumentGroup,
         reserved: Mapping[str, str] | None = None,
+        *,
+        record: bool = True,
     ) -> None:
         self._parser = parser
         self.reserved = dict(reserved or {})
+        self._record = record
         self.added: list[str] = []
         self.reused: list[str] = []
 
@@ -63,20 +78,27 @@ class HostParser:
             self.reused.append(flags[0])
             return None
         self.added.append(flags[0])
-        return self._parser.add_argument(*flags, **kwargs)
+        action = self._parser.add_argument(*flags, **kwargs)
+        if self._record:
+            with _ADDED_LOCK:
+                _ADDED_DESTS.add(action.dest)
+        return action
 
 
 def add_tracking_options(
     parser: argparse.ArgumentParser | argparse._ArgumentGroup,
     reserved: Mapping[str, str] | None = None,
 ) -> HostParser:
-    """Add ``--tracking-backends``, ``--tracking-dir``, ``--tracking-key-style``,
-    ``--tracking-delivery``, ``--tracking-system-metrics`` and every option
+    """Add ``--tracking-backends``, ``--tracking-run-name``, ``--tracking-dir``, ``--tracking-key-style``,
+    ``--tracking-delivery``, ``--tracking-system-metrics``, ``--tracking-quiet`` and every option
     the installed backend plugins ask for, skipping what the host already defines (or will
     define: ``reserved``, option string → dest)."""
+    return _add_options(HostParser(parser, reserved))
+
+
+def _add_options(host: HostParser) -> HostParser:
     from .plugins import get_plugin_manager
 
-    host = HostParser(parser, reserved)
     host.add_argument(
         "--tracking-backends",
         default=None,
@@ -84,6 +106,12 @@ def add_tracking_options(
             "Comma-separated trackers to log to (e.g. wandb,mlflow). "
             f"Default: ${BACKENDS_ENV}, then the host's switches, then the embedded MLflow store."
         ),
+    )
+    host.add_argument(
+        "--tracking-run-name",
+        default=None,
+        metavar="NAME",
+        help="The run's name in every tracker. Default: the name the host gives it, else the run id.",
     )
     host.add_argument(
         "--tracking-dir",
@@ -133,6 +161,26 @@ def add_tracking_options(
     )
     get_plugin_manager().pm.hook.add_options(parser=host)
     return host
+
+
+def tracking_option_dests() -> frozenset[str]:
+    """The argparse destinations of the tracking options: those :func:`add_tracking_options`
+    defines (tracking-core's own and every registered plugin's ``add_options``, selected or not)
+    and those any :class:`HostParser` of this process added (a host adapter's own flags).
+
+    They are plumbing, not the job's config: the config pipeline keeps them out of the params
+    and logs the set ones once, as the launch config's ``tracking/`` group. Computed on a parser
+    of its own, so it holds in a process that never saw the host's parser (a role's worker); a
+    plugin whose ``add_options`` fails counts with what it added before failing.
+    """
+    scratch = argparse.ArgumentParser(add_help=False)
+    try:
+        _add_options(HostParser(scratch, record=False))
+    except Exception:  # noqa: BLE001 - a broken plugin's options: the rest still count
+        pass
+    with _ADDED_LOCK:
+        added = set(_ADDED_DESTS)
+    return frozenset(added | {action.dest for action in scratch._actions})
 
 
 def tracking_dir(args: Any = None, explicit: str | os.PathLike[str] | None = None) -> str:

@@ -340,7 +340,9 @@ class Run:
         """Log ``config`` (any host object) as the launch config (``role=None``) or a role's.
 
         By default a primary logs the launch config and a secondary its own role's. The config
-        is converted, redacted and keyed (see the README's key convention), saved as JSON in the
+        is converted, redacted and keyed (see the README's key convention; the tracking options
+        leave every role's params for the launch config's ``tracking/`` group, and null values
+        are no params: :func:`tracking_core.config.job_params`), saved as JSON in the
         run directory, journaled and delivered to every backend. ``report`` adds entries to the
         section's report (collector conflicts, say). ``namespace`` names a further namespace
         of the role (its own JSON artifact, e.g. ``actor-ranks``) instead of the role's own.
@@ -358,9 +360,10 @@ class Run:
         return section
 
     def _section(self, config: Any, role: str | None, report: Mapping[str, Any] | None, namespace: str | None) -> ConfigSection:
-        from .config import build_section, config_json
+        from .config import build_section, config_json, job_params
 
         section = _without_handle(build_section(config, role, self.handle.key_style))
+        section = job_params(section, opts.tracking_option_dests())
         if report:
             section = dataclasses.replace(section, report={**section.report, **plain(dict(report))})
         if namespace:
@@ -762,7 +765,8 @@ def start_run(
     """Start the job's run in every selected backend (call this once, in the driver); returns
     at once, without waiting for any tracker.
 
-    ``config`` (any host object; default ``args``) is logged as the launch config. Backends are
+    ``config`` (any host object; default ``args``) is logged as the launch config. The run is
+    named ``name``, else ``args.tracking_run_name`` (``--tracking-run-name``), else its id. Backends are
     chosen by ``backends``, else ``args.tracking_backends``, ``$TRACKING_CORE_BACKENDS``, the
     host's own switches, then the embedded default. ``handle`` resumes an existing run. Each
     backend opens the run in the background; one that cannot be reached stays in the run: its
@@ -790,6 +794,7 @@ def start_run(
     if resumed is not None:
         run_handle, where, whence = *_resumed_here(resumed, args, tracking_dir), "the resumed run handle"
     else:
+        name = name or getattr(args, "tracking_run_name", None)
         run_handle, where, whence = _new_handle(args, tracking_dir, name, run_id, key_style)
         run_handle.backends = _targets(specs, _context(run_handle, run_options, tags, where[0]))
         run_handle.pending = [s.name for s in specs]

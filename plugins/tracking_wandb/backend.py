@@ -56,9 +56,10 @@ from typing import Any
 import wandb
 
 from tracking_core import ConfigSection, MetricRecord, RunContext, RunStatus, hookimpl
-from tracking_core.config import artifact_path, config_json, redact_argv
+from tracking_core.config import artifact_path, config_json, job_params, redact_argv
 from tracking_core.files import replace_text
 from tracking_core.handle import RunHandle
+from tracking_core.options import tracking_option_dests
 from tracking_core.records import ArtifactRecord, HistogramRecord, TableRecord, TextRecord
 
 from . import media
@@ -317,11 +318,13 @@ class WandbBackend:
     def _fold_role_configs(self, shared: _SharedRun) -> None:
         """Merge the role sections this job saved in its run directory into the run's config
         (primary only, at close): one node's or a shared file system's roles, whatever became
-        of their own uploads."""
+        of their own uploads; each as its params hold it (no tracking option, no null value:
+        :func:`tracking_core.config.job_params`)."""
         run = self.context
         handle = RunHandle(run_id=run.run_id, name=run.name, tracking_dir=str(run.tracking_dir))
         folder = handle.run_dir / "config"
         merged: dict[str, Any] = {}
+        tracking = tracking_option_dests()
         for path in sorted(folder.glob("*.json")):
             try:
                 doc = json.loads(path.read_text())
@@ -333,7 +336,15 @@ class WandbBackend:
             if doc.get("namespace") in self._namespaces or not doc.get("logged_as_params", True):
                 continue
             prefix = str(doc.get("prefix") or "")
-            merged.update({prefix + str(k): v for k, v in dict(doc.get("values") or {}).items()})
+            values = {str(k): v for k, v in dict(doc.get("values") or {}).items()}
+            section = ConfigSection(
+                role=str(doc["role"]),
+                namespace=str(doc.get("namespace")),
+                prefix=prefix,
+                values=values,
+                params={prefix + k: v for k, v in values.items()},
+            )
+            merged.update(job_params(section, tracking).params)  # what the role's params hold
         if merged:
             shared.run.config.update(merged, allow_val_change=True)
 

@@ -113,6 +113,12 @@ def where_to_look(handle: tracking_core.RunHandle) -> list[str]:
     return lines
 
 
+def run_name(args: argparse.Namespace) -> str:
+    """The demo run's name: ``--tracking-run-name`` when given, else ``ppo-demo-`` and the
+    local start time to the second, so that each demo run reads apart in a tracker's run list."""
+    return getattr(args, "tracking_run_name", None) or time.strftime("ppo-demo-%Y%m%d-%H%M%S")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     return run_demo(args)
@@ -130,7 +136,7 @@ def run_demo(args: argparse.Namespace) -> int:
     started = time.monotonic()
     plumbing = {"out", "func", "command", "verbose"}  # CLI wiring, not the job's config
     launch = argparse.Namespace(**{k: v for k, v in vars(args).items() if k not in plumbing})
-    run = tracking_core.start_run(config=launch, args=args, tracking_dir=out, name="ppo-demo")
+    run = tracking_core.start_run(config=launch, args=args, tracking_dir=out, name=run_name(args))
     roles = resolve_role_args(launch, args.megatron_config_path)
     exchange = run.handle.run_dir / "exchange"
     exchange.mkdir(parents=True, exist_ok=True)

@@ -403,7 +403,7 @@ def test_log_dir_option_env_and_host_reuse(tmp_path: Path, monkeypatch: pytest.M
     run = tracking_core.start_run(args=args, tracking_dir=tmp_path, export=False)
     assert run.handle.backends["tensorboard"]["logdir"] == str(explicit)
     run.finish()
-    assert read_logdir(explicit)["launch"].hparams["tensorboard_dir"] == str(explicit)
+    assert read_logdir(explicit)["launch"].hparams["tracking/tensorboard_dir"] == str(explicit)
 
     # Megatron (and slime) define --tensorboard-dir already: theirs is reused, not redefined.
     megatron = argparse.ArgumentParser()

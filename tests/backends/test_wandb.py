@@ -35,7 +35,8 @@ from tests.helpers.wandb_offline import (
     read_offline_runs,
 )
 from tracking_core import MetricRecord, RunContext
-from tracking_core.config import build_section, config_json
+from tracking_core.config import build_section, config_json, job_params
+from tracking_core.options import tracking_option_dests
 
 pytest.importorskip("wandb")
 
@@ -540,7 +541,7 @@ def test_driver_actor_critic_rollout_processes(wandb_env: Path, tmp_path: Path, 
     assert primary.config["critic/num_critic_only_steps"] == 1
     assert primary.config["rollout/n_samples_per_prompt"] == 4
     config = merged_config(runs)  # no key differs between directories
-    expected = build_section(LAUNCH, None).params
+    expected = job_params(build_section(LAUNCH, None), tracking_option_dests()).params  # no null
     assert {k: config[k] for k in expected} == expected
     assert config["actor/micro_batch_size"] == 2 and config["critic/micro_batch_size"] == 4
 

@@ -33,6 +33,7 @@ from slime_integration.fixture_args import load_fixture_namespaces
 from slime_integration.role_args import resolve_role_args
 from tests.helpers.mlflow_server import mlflow_server  # noqa: F401 - session fixture
 from tracking_core.handle import ARGS_ATTR, RUN_ENV, RunHandle
+from tracking_core.options import tracking_option_dests
 from tracking_core.selection import resolve_backend_names
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -287,13 +288,29 @@ def test_launch_config_unprefixed_role_configs_prefixed(readback: tuple[str, Rea
     assert params["megatron_config_path"] == str(ROLES_YAML), name
     assert params["use_critic"] is True and params["critic/use_critic"] is True, name
     for key, (critic_value, actor_value) in CRITIC_FORCED.items():
-        assert params[f"critic/{key}"] == critic_value, (name, key)
-        assert params[f"actor/{key}"] == actor_value, (name, key)
-    # Every launch key is a parameter. W&B drops a config value that is an empty mapping (slime's
+        for role, value in (("critic", critic_value), ("actor", actor_value)):
+            if value is None and name != "tensorboard":  # a null value is no param
+                assert f"{role}/{key}" not in params, (name, role, key)
+            else:
+                assert params[f"{role}/{key}"] == value, (name, role, key)
+    # Every launch key with a value is a parameter, the tracking options (tracking-core's, the
+    # trackers', the adapter's) under tracking/ only; no null value is one (config/launch.json
+    # keeps them all). W&B drops a config value that is an empty mapping (slime's
     # train_env_vars={}, ...); those keys live in the run's config/launch.json file instead.
+    tracking = tracking_option_dests()
     skip = {k for k, v in vars(launch).items() if v == {}} if name == "wandb" else set()
-    missing = [k for k in vars(launch) if k not in params and k not in skip]
+    missing = [
+        k for k, v in vars(launch).items()
+        if v is not None and k not in params and k not in skip and f"tracking/{k}" not in params
+    ]  # fmt: skip
     assert not missing, f"{name}: launch keys missing: {missing[:10]}"
+    assert {"tracking/tracking_backends", "tracking/tracking_dir"} <= set(params), name
+    if name != "tensorboard":  # (its reader adds the config text, which shows every key)
+        leaks = [k for k in params if not k.startswith("tracking/") and k.rsplit("/", 1)[-1] in tracking]
+        assert not leaks, f"{name}: tracking options among the job's params: {leaks[:10]}"
+        # (slime's sglang_* defaults are the text "null", which MLflow's text reads back as null)
+        nulls = [k for k, v in params.items() if v is None and getattr(launch, k.rsplit("/", 1)[-1], None) != "null"]
+        assert not nulls, f"{name}: null params: {nulls[:10]}"
     for role in ("actor", "critic", "rollout"):
         assert f"{role}/{ARGS_ATTR}" not in params and ARGS_ATTR not in params, name
         assert params[f"{role}/parallel/host"], (name, role)
@@ -373,11 +390,18 @@ def test_slime_key_style_reproduces_slimes_config_keys(tmp_path: Path) -> None:
         params.update(list(section["params"]))
     assert all(n == 1 for n in params.values()), "a key written by two roles"
     actor, critic = run.configs["actor"]["params"], run.configs["critic"]["params"]
-    # slime's own keys: the args unprefixed, the critic's args under critic/
-    slime_keys = set(vars(roles["actor"])) | {f"critic/{k}" for k in vars(roles["critic"])}
+    # slime's own keys: the args unprefixed, the critic's args under critic/; those that hold the
+    # job: no null value and no tracking option (both stay in the roles' JSON artifacts)
+    tracking = tracking_option_dests()
+
+    def job_keys(ns: argparse.Namespace) -> set[str]:
+        return {k for k, v in vars(ns).items() if v is not None and k not in tracking}
+
+    slime_keys = job_keys(roles["actor"]) | {f"critic/{k}" for k in job_keys(roles["critic"])}
     slime_keys -= {ARGS_ATTR, f"critic/{ARGS_ATTR}"}
     ours = set(actor) | set(critic)
     assert slime_keys <= ours, sorted(slime_keys - ours)[:10]
+    assert not {k.removeprefix("critic/") for k in ours} & tracking
     extra = {k.removeprefix("critic/") for k in ours - slime_keys}
     assert all(k.split("/")[0] in {"parallel", "env", "git", "version"} for k in extra), extra
     assert actor["lr"] == pytest.approx(1e-6) and critic["critic/lr"] == pytest.approx(1e-5)

@@ -225,6 +225,6 @@ def test_use_mlflow_logs_to_the_named_experiment_and_run(
     ml_run = client.get_run(entry["run_id"])
     assert ml_run.info.experiment_id == experiment.experiment_id
     assert ml_run.info.run_name == "ppo-run"
-    assert ml_run.data.params["mlflow_experiment_name"] == "ppo-exp"
+    assert ml_run.data.params["tracking/mlflow_experiment_name"] == "ppo-exp"
     history = client.get_metric_history(entry["run_id"], "rollout/raw_reward")
     assert [(m.step, m.value) for m in history] == [(3, 0.5)]

@@ -12,7 +12,9 @@ params can hold), from the plain, redacted section built here.
   :func:`redact_name`.
 * :mod:`.keys` — :func:`build_section`: the whole pipeline, keyed by the namespace convention.
 * :mod:`.shaping` — the tracker-neutral shapes: :func:`config_json` (the lossless artifact, at
-  :func:`artifact_path`), :func:`config_text` (markdown), :func:`json_text` (one value as JSON).
+  :func:`artifact_path`), :func:`config_text` (markdown), :func:`json_text` (one value as JSON),
+  :func:`job_params` (params without the tracking options, which go to the launch config's
+  ``tracking/`` group).
 * :mod:`.diff` — :func:`diff_configs` and the ``tracking-core diff`` command.
 """
 
@@ -31,12 +33,21 @@ from .secrets import (
     redact_name,
     redact_text,
 )
-from .shaping import CONFIG_FORMAT, artifact_path, config_json, config_text, json_text
+from .shaping import (
+    CONFIG_FORMAT,
+    TRACKING_GROUP,
+    artifact_path,
+    config_json,
+    config_text,
+    job_params,
+    json_text,
+)
 
 __all__ = [
     "CONFIG_FORMAT",
     "KEY_STYLES",
     "LAUNCH",
+    "TRACKING_GROUP",
     "Change",
     "ConfigDiff",
     "Conversion",
@@ -50,6 +61,7 @@ __all__ = [
     "diff_command",
     "diff_configs",
     "fingerprint",
+    "job_params",
     "json_text",
     "key_prefix",
     "load_config_values",

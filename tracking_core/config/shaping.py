@@ -6,7 +6,9 @@ Every backend keeps each namespace whole, whatever its tracker's own rules leave
   document, stored as the run artifact (or run file) :func:`artifact_path`
   (``config/<namespace>.json``);
 * :func:`config_text`: the namespace as a markdown table, for trackers that show text;
-* :func:`json_text`: one value as compact JSON, the text form trackers that store strings use.
+* :func:`json_text`: one value as compact JSON, the text form trackers that store strings use;
+* :func:`job_params`: the params that hold the job: no tracking option (where the data goes) in
+  any role's params, the set ones once in the launch config's ``tracking/`` group, no null value.
 
 Each tracker's own rules (which keys it accepts, how long a value may be, which values its params
 can hold) live in that tracker's plugin, never here. Pure functions, no tracker library imported.
@@ -14,8 +16,9 @@ can hold) live in that tracker's plugin, never here. Pure functions, no tracker 
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from ..names import path_part
@@ -24,14 +27,44 @@ from .convert import to_plain
 
 __all__ = [
     "CONFIG_FORMAT",
+    "TRACKING_GROUP",
     "artifact_path",
     "config_json",
     "config_text",
+    "job_params",
     "json_text",
 ]
 
 #: Format tag of :func:`config_json` documents.
 CONFIG_FORMAT = "tracking-core/config@1"
+#: The prefix of the launch config's params that hold the tracking options.
+TRACKING_GROUP = "tracking/"
+
+
+def job_params(section: ConfigSection, tracking: Collection[str]) -> ConfigSection:
+    """``section`` with params that hold the job and nothing else.
+
+    ``tracking`` names the tracking options (argparse destinations:
+    :func:`tracking_core.options.tracking_option_dests`): where the data goes, not what the job
+    is. None of them stays among a namespace's params; the launch config (``role`` None) gives
+    those that are set one ``tracking/<option>`` param each, once for the job. A key whose value
+    is null is no param either: it says nothing a tracker's params can show. ``values`` is left
+    whole, so the JSON artifact and the config text keep every key; a section that goes to its
+    JSON artifact only (no params: the launch config in the ``slime`` key style) stays so.
+    """
+    if not section.params:
+        return section
+    prefix = section.prefix
+    params: dict[str, Any] = {}
+    for key, value in section.params.items():
+        name = key[len(prefix):] if key.startswith(prefix) else key
+        if value is not None and name not in tracking:
+            params[key] = value
+    if section.role is None:
+        for name, value in section.values.items():
+            if name in tracking and value is not None:
+                params[prefix + TRACKING_GROUP + name] = value
+    return dataclasses.replace(section, params=params)
 
 
 def artifact_path(section: ConfigSection) -> str:
