@@ -36,13 +36,14 @@ about). A param logged again with the same value is skipped; a *changed* value c
 timestamps are the records' own (milliseconds), so a retried batch is the same data: MLflow's SQL
 stores drop a metric identical to a stored one (same key, step, value and timestamp), which makes
 retries and journal replays exactly-once. A record without a step is logged at step 0 (MLflow's own
-default). A named step axis (``actor/train/step``) is also logged as a metric whose value is the
-step, once per step, so MLflow charts can use it as their x-axis, as W&B's ``define_metric`` does.
+default). A named step axis (``train/step``) is the step of its metrics, which MLflow's charts
+plot against: it is no metric series of its own (a chart of a straight line among the losses),
+and a logged value that is just the axis at its own step (slime's ``train/step``) is not logged.
 
 **Tables, histograms, texts, artifacts** (:mod:`tracking_mlflow.media`): tables with
 ``MlflowClient.log_table`` (``tables/<key>/step-000012.json``, shown as tables in MLflow's UI),
-histograms as ``histograms/<key>/step-000012.json`` plus the series ``<key>/count``, ``/mean``,
-``/min``, ``/max``, ``/p5`` ... ``/p95`` on the same step, texts with ``log_text``
+histograms as ``histograms/<key>/step-000012.json`` (bins, count, every percentile) plus the
+series ``<key>/mean``, ``/min``, ``/max``, ``/p5``, ``/p50``, ``/p95`` on the same step, texts with ``log_text``
 (``texts/<key>/step-000012.txt``), files and directories with ``log_artifact(s)`` under
 ``artifacts/<name>``; each stored once however often it is offered.
 """
@@ -64,7 +65,7 @@ def register_backends(register: BackendRegistrar) -> None:
         requires=["mlflow"],
         extra="mlflow",
         description="MLflow: a tracking server, or the embedded SQLite store in the tracking dir",
-        # 900 records plus their step-axis points fit one log_batch request (1000 metrics).
+        # A batch fits one log_batch request (at most 1000 metrics), with room to spare.
         max_batch=900,
         # Every MLflow request costs ~6 ms of client CPU whatever its size (measured, MLflow
         # 3.17): deliver at most every 2 s, well inside the 5 s live-delivery bound.

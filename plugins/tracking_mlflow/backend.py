@@ -88,6 +88,17 @@ def _beside(config: ConfigSection, suffix: str) -> str:
     return artifact_path(config).removesuffix(".json") + "." + suffix
 
 
+def _is_axis_point(record: MetricRecord) -> bool:
+    """Whether ``record`` is its step axis's own value at its own step (``train/step`` = 7 at
+    step 7 on ``train/step``): MLflow holds that as the step of the axis's metrics."""
+    return (
+        record.step_key is not None
+        and record.key == record.step_key
+        and record.step is not None
+        and float(record.value) == float(record.step)
+    )
+
+
 def _clip(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
@@ -107,7 +118,6 @@ class MlflowBackend:
         self.experiment_name: str | None = None
         self._shape = MlflowKeyShaper()
         self._tagged_keys: set[str] = set()
-        self._last_axis_step: dict[str, int] = {}
         self.media = MlflowMedia(self)
         #: the primary's writer state as the run showed it when this process joined
         self._primary_state: dict[str, Any] | None = None
@@ -433,31 +443,24 @@ class MlflowBackend:
         return text
 
     # -- metrics -------------------------------------------------------------------------------
-    def _metrics(self, records: Sequence[MetricRecord]) -> tuple[list[Metric], dict[str, int]]:
-        """The batch as MLflow metrics (axis points included) and the axes' new last steps."""
+    def _metrics(self, records: Sequence[MetricRecord]) -> list[Metric]:
+        """The batch as MLflow metrics, each at its step.
+
+        The step axis (``train/step``) is each metric's step, MLflow's x-axis: it is no series of
+        its own, which MLflow would draw as a chart of a straight line among the losses. A
+        record that is its own axis at its own step (slime logs ``train/step`` beside the
+        losses) holds nothing its metrics' steps do not, and is not logged either.
+        """
         out: dict[tuple[str, int, int, float], Metric] = {}
-        last = dict(self._last_axis_step)
         for record in records:
+            if _is_axis_point(record):
+                continue
             step = record.step if record.step is not None else 0
             timestamp = int(record.timestamp * 1000)
             key = self._shape(record.name)
             value = float(record.value)
             out.setdefault((key, timestamp, step, value), Metric(key, value, timestamp, step))
-            axis_name = record.axis
-            if axis_name is None or record.step is None:
-                continue
-            if not record.prefix and not self.context.primary:
-                # An unprefixed axis (slime's ``train/step``) is shared by several writers:
-                # each metric already carries its step, and a shared axis series would get
-                # one point per writer per step.
-                continue
-            axis = self._shape(axis_name)
-            if last.get(axis) == step:
-                continue
-            last[axis] = step
-            point = Metric(axis, float(step), timestamp, step)
-            out.setdefault((axis, timestamp, step, float(step)), point)
-        return list(out.values()), last
+        return list(out.values())
 
     def _key_tags(self) -> dict[str, RunTag]:
         """A tag per metric key that had to be renamed and is not tagged yet (shaped -> tag)."""
@@ -471,7 +474,7 @@ class MlflowBackend:
     def log_metrics(self, records: Sequence[MetricRecord]) -> None:
         """One ``log_batch`` per 1000 metrics; returning means MLflow stored all of them."""
         client, run_id = self._need_run()
-        metrics, last = self._metrics(records)
+        metrics = self._metrics(records)
         tags = self._key_tags()
         for start in range(0, len(metrics), MAX_METRICS_PER_REQUEST):
             chunk = metrics[start : start + MAX_METRICS_PER_REQUEST]
@@ -479,7 +482,6 @@ class MlflowBackend:
         if tags:
             self._call(client.log_batch, run_id, tags=list(tags.values()))
             self._tagged_keys.update(tags)
-        self._last_axis_step = last
 
     # -- tables, histograms, texts, artifacts (see tracking_mlflow.media) -----------------------
     @hookimpl

@@ -4,10 +4,12 @@
   ``orient="split"`` JSON) and the run tag ``mlflow.loggedArtifacts`` that makes MLflow's UI show
   the file as a table. One file per key and step: ``tables/<key>/step-000012.json``. Cells are
   kept as logged (an object-typed frame: ``1`` stays ``1``, never ``1.0``).
-* **Histograms** go to ``histograms/<key>/step-000012.json`` (bins, edges and the exact summary)
-  and their summary to metric series on the same step (``<key>/count``, ``/mean``, ``/min``,
-  ``/max``, ``/p5`` ... ``/p95``), through the backend's own metric path: same key shaping,
-  same step axis points, same exactly-once timestamps.
+* **Histograms** go to ``histograms/<key>/step-000012.json`` (bins, edges and the exact summary:
+  count, sum, every percentile) and the statistics a reader follows step by step to metric
+  series on the same step (:data:`SUMMARY_SERIES`: ``<key>/mean``, ``/min``, ``/max``, ``/p5``,
+  ``/p50``, ``/p95``), through the backend's own metric path: same key shaping, same
+  exactly-once timestamps. MLflow draws a chart for every metric key, so the count (mostly the
+  batch size: a flat line), ``p25``/``p75`` and the sum stay in the artifact only.
 * **Texts** go to ``texts/<key>/step-000012.txt`` with ``MlflowClient.log_text``.
 * **Artifacts**: a file with ``log_artifact``, a directory with ``log_artifacts``, under
   ``artifacts/<name>`` (a file keeps its own name: ``artifacts/actor/ckpt/model.pt``). The run
@@ -68,6 +70,9 @@ log = logging.getLogger("tracking_core.mlflow")
 
 TABLES_DIR = "tables"
 HISTOGRAMS_DIR = "histograms"
+#: The histogram statistics logged as metric series, in this order: the centre, the range, and
+#: the tails and median a reward distribution is read by. The artifact holds the rest.
+SUMMARY_SERIES = ("mean", "min", "max", "p5", "p50", "p95")
 TEXTS_DIR = "texts"
 ARTIFACTS_DIR = "artifacts"
 #: The run tag MLflow lists table artifacts in (``mlflow.utils.mlflow_tags``).
@@ -143,7 +148,9 @@ def histogram_json(record: HistogramRecord) -> str:
 
 
 def summary_records(record: HistogramRecord) -> list[MetricRecord]:
-    """The histogram's summary as metric records on its step (``<key>/mean`` ...)."""
+    """The histogram's :data:`SUMMARY_SERIES` as metric records on its step (``<key>/mean`` ...);
+    the count and the other percentiles are in the artifact (:func:`histogram_json`)."""
+    summary = record.summary()
     return [
         MetricRecord(
             key=f"{record.key}/{suffix}",
@@ -155,7 +162,7 @@ def summary_records(record: HistogramRecord) -> list[MetricRecord]:
             prefix=record.prefix,
             step_key=record.step_key,
         )
-        for suffix, value in record.summary().items()
+        for suffix, value in ((name, summary[name]) for name in SUMMARY_SERIES if name in summary)
     ]
 
 

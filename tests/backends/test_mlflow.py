@@ -288,15 +288,68 @@ def test_server_round_trip(
         (s, 1.0 / (s + 1)) for s in range(steps)
     ]
     assert len(client.get_metric_history(run_id, "actor/train/kl")) == steps
-    assert _history(client, run_id, "actor/train/step") == [(s, float(s)) for s in range(steps)]
-    assert _history(client, run_id, "train/step") == [(s, float(s)) for s in range(steps)]
+    # The step axes are the metrics' steps, not series of their own (nor the critic's own
+    # train/step value, which is its step at every step).
+    assert not {"actor/train/step", "train/step", "rollout/step"} & set(data.data.metrics)
     assert len(client.get_metric_history(run_id, "train/critic-value_loss")) == steps
     pass_at_1 = mlflow_key("passrate/pass@1")  # renamed: passrate/pass_at_1--<its hash>
     assert pass_at_1.startswith("passrate/pass_at_1--")
     assert _history(client, run_id, pass_at_1) == [(s, s / 10) for s in range(6)]
     assert tags[f"tracking_core.metric_key/{pass_at_1}"] == "passrate/pass@1"
-    assert _history(client, run_id, "rollout/step") == [(s, float(s)) for s in range(6)]
     assert _history(client, run_id, "perf/wall") == [(0, 1.5), (0, 2.5)]
+
+
+#: The histogram statistics MLflow gets as series (tracking_mlflow.media.SUMMARY_SERIES).
+HISTOGRAM_SERIES = ("mean", "min", "max", "p5", "p50", "p95")
+
+
+@pytest.mark.slow
+def test_charts_hold_what_a_ppo_user_reads(
+    mlflow_server: MlflowServer, tmp_path: Path  # noqa: F811
+) -> None:
+    """MLflow draws a chart for every metric key. A reward histogram gives the statistics a
+    PPO user reads (mean, min, max, p5, p50, p95) at its step, not its count (a flat line) or
+    every percentile; a step axis is its metrics' step, no series (and no chart) of its own. The
+    rest stays data: the count and all percentiles in the step's histogram JSON."""
+    import numpy as np
+
+    run = tracking_core.start_run(
+        backends=["mlflow"], tracking_dir=tmp_path, export=False,
+        options={"mlflow_tracking_uri": mlflow_server.uri, "mlflow_experiment": f"charts-{tmp_path.name}"},
+    )
+    actor = tracking_core.attach(run.handle, role="actor", writer=True, collect=False)
+    rng = np.random.default_rng(7)
+    rewards = {step: rng.normal(step, 1.0 + step, size=64) for step in range(3)}
+    for step, values in rewards.items():
+        actor.log_metrics({"rollout/reward_mean": float(values.mean())}, step=step,
+                          step_key="rollout/step")
+        actor.log_histogram("rollout/reward", values, step=step, step_key="rollout/step")
+        # a host that logs the axis beside the losses, as slime's own code does
+        actor.log_metrics({"train/pg_loss": 1.0 / (step + 1), "train/step": step}, step=step,
+                          step_key="train/step")
+    run.log_metrics({"perf/wall": 2.5}, step=4, step_key="perf/step")
+    run.log_metrics({"epoch": 0.5}, step=1, step_key="epoch")  # not its own step: a value, kept
+    assert actor.finish(60).drained and run.finish(60).drained
+    client = _client(run.handle.backends["mlflow"])
+    run_id = run.handle.backends["mlflow"]["run_id"]
+
+    keys = {k for k in client.get_run(run_id).data.metrics if not k.startswith("system/")}
+    series = {f"actor/rollout/reward/{s}" for s in HISTOGRAM_SERIES}
+    assert keys == {"actor/rollout/reward_mean", "actor/train/pg_loss", "perf/wall", "epoch", *series}
+    for stat in HISTOGRAM_SERIES:
+        want = {
+            "mean": np.mean, "min": np.min, "max": np.max,
+            "p5": lambda v: np.percentile(v, 5), "p50": np.median,
+            "p95": lambda v: np.percentile(v, 95),
+        }[stat]
+        assert _history(client, run_id, f"actor/rollout/reward/{stat}") == [
+            (step, pytest.approx(float(want(values)))) for step, values in rewards.items()
+        ], stat
+    assert _history(client, run_id, "actor/train/pg_loss") == [(s, 1.0 / (s + 1)) for s in range(3)]
+    assert _history(client, run_id, "epoch") == [(1, 0.5)]
+    doc = _artifact_json(client, run_id, "histograms/actor/rollout/reward/step-000002.json")
+    assert doc["count"] == 64 and doc["step_key"] == "rollout/step"
+    assert doc["summary"]["percentiles"]["p25"] == pytest.approx(float(np.percentile(rewards[2], 25)))
 
 
 @pytest.mark.slow
@@ -350,8 +403,8 @@ def test_retried_batch_and_reopened_run_are_stored_once(
         backend.log_metrics(records[:200])
         backend.log_metrics(records[200:])
     client = _client(entry)
-    assert len(client.get_metric_history(entry["run_id"], "actor/loss")) == 300
-    assert len(client.get_metric_history(entry["run_id"], "actor/train/step")) == 300
+    assert _history(client, entry["run_id"], "actor/loss") == [(i, float(i)) for i in range(300)]
+    assert "actor/train/step" not in client.get_run(entry["run_id"]).data.metrics  # the steps
 
 
 # -- the embedded SQLite store, several writing processes -----------------------------------------
@@ -419,10 +472,9 @@ def test_embedded_store_with_concurrent_writers(tmp_path: Path) -> None:
         ]
         assert len(client.get_metric_history(run_id, f"{role}/kl")) == steps
         assert len(client.get_metric_history(run_id, mlflow_key(f"{role}/passrate/pass@1"))) == steps
-        assert _history(client, run_id, f"{role}/train/step") == [
-            (s, float(s)) for s in range(steps)
-        ]
     assert len(client.get_metric_history(run_id, "driver/queue")) == steps
+    # each metric's step is its axis: no axis series of its own
+    assert not [k for k in client.get_run(run_id).data.metrics if k.endswith("/step")]
 
 
 PRIMARY = """
