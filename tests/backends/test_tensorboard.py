@@ -130,7 +130,8 @@ def test_primary_actor_and_critic_process_read_back(tmp_path: Path) -> None:
     # HParams: one session per role run, holding that namespace's scalar params under their
     # unprefixed keys (the run names the role), so one column holds every role's value.
     launch_hparams, left_out = tensorboard_hparams(launch)
-    assert {k.split(":")[0] for k in left_out} == {"model", "save"}
+    # "save" is null: no param at all (config/launch.json and the text keep it)
+    assert {k.split(":")[0] for k in left_out} == {"model"} and "save" not in launch.params
     assert runs["launch"].hparams == as_hparams(launch_hparams)
     assert runs["launch"].hparams["seed"] == 1234.0
     assert runs["launch"].hparams["use_kl_loss"] is True
