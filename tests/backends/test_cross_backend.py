@@ -94,19 +94,24 @@ def test_two_roles_same_keys_and_values_in_all_five(run_all_five: tuple[Any, Pat
         expected.update({f"{role}/{k}": v for k, v in config.items()})
     assert len(expected) == len(LAUNCH) + sum(len(c) for c in ROLES.values())  # no collision
     for key, value in expected.items():
+        role, _, bare = key.rpartition("/")
+        if value is None:  # a null value is no param anywhere; the config text shows it
+            assert key not in params and key not in wb_config and key not in tk_config, key
+            assert not [w for w in swan.values() if key in w.config], key
+            assert bare in "\n".join(t for ts in tb[role or "launch"].text.values() for t in ts)
+            continue
         assert params[key] == param_text(value), key
         assert close(wb_config[key], value), (key, wb_config[key], value)
-        role, _, bare = key.rpartition("/")
         hparams = tb[role or "launch"].hparams
         # hparams drop the role's prefix: the role is the TensorBoard run, and one column
         # (``lr``) then holds the launch, actor and critic values side by side
         if isinstance(value, (int, float, str)):
             assert close(hparams[bare], value), (key, hparams[bare], value)
-        else:  # lists and None are no TensorBoard hparams; the full config is in the text
+        else:  # lists are no TensorBoard hparams; the full config is in the text
             assert bare not in hparams
         text = "\n".join(t for ts in tb[role or "launch"].text.values() for t in ts)
         assert bare in text
-        assert close(swan["primary"].config[key], "null" if value is None else value), key
+        assert close(swan["primary"].config[key], value), key
         if role:
             assert close(swan[role].config[key], value), key
         assert close(tk_config[key], value), (key, tk_config[key], value)
