@@ -23,6 +23,7 @@ import logging
 import os
 import shlex
 import sys
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,6 +37,9 @@ if TYPE_CHECKING:
 __all__ = ["command", "finished", "quiet", "started", "sync_command"]
 
 log = logging.getLogger("tracking_core.report")
+
+#: Seconds the end-of-run block may spend counting what the journals still owe.
+COUNT_BUDGET = 0.25
 log.setLevel(logging.INFO)
 
 TOOL = "tracking-core"
@@ -130,8 +134,11 @@ def incomplete_block(summary: FinishSummary, handle: RunHandle, tracking_dir: st
     from .delivery.sync import owed_in
 
     lines = [f"tracking-core: run {handle.run_id} {summary.status.value}, but its delivery is INCOMPLETE:"]
-    own = owed_in(Path(summary.journal)) if summary.journal else {}
-    peers = [owed_in(Path(folder)) for folder in summary.peers]
+    # Counting reads the journals: a journal logged flat out takes seconds, and finish keeps its
+    # bound, so the counting has a budget of its own (past it, the counts are lower bounds).
+    deadline = time.monotonic() + COUNT_BUDGET
+    own = owed_in(Path(summary.journal), deadline) if summary.journal else {}
+    peers = [owed_in(Path(folder), deadline) for folder in summary.peers]
     for name, info in summary.backends.items():
         lines.append(f"  {name}: {tracker_line(name, info, summary.logged, own.get(name), peers)}")
     for cause in reported():
@@ -160,18 +167,22 @@ def tracker_line(
     there. The values are counted as ``tracking-core sync`` counts what it then delivers."""
     delivered, total = int(info.get("delivered", 0)), logged
     rejected = int(info.get("rejected", 0))
-    configs = own["configs"] if own is not None else len(info.get("missing_configs") or [])
+    counted = own is not None and not own.get("partial")
+    configs = own["configs"] if counted and own is not None else len(info.get("missing_configs") or [])
     closed = bool(info.get("closed"))
+    at_least = ""
     for owed in peers:
         theirs = owed.get(name)
         if theirs is None:
             continue
+        if theirs.get("partial"):
+            at_least = "at least "
         delivered += theirs["delivered"]
         rejected += theirs["rejected"]
         total += theirs["delivered"] + theirs["rejected"] + theirs["values"]
         configs += theirs["configs"]
         closed = closed and theirs["closed"]
-    parts = [f"{delivered} of {total} values delivered"]
+    parts = [f"{delivered} of {at_least}{total} values delivered"]
     if rejected:
         parts.append(f"{rejected} rejected by the tracker")
     if configs:

@@ -131,7 +131,7 @@ def host_reader(prefer: str | None = None) -> tuple[HostReader | None, str]:
     try:
         return PsutilReader(), ""
     except ImportError:
-        return None, f'host series need psutil on {sys.platform} (pip install "tracking-core[system]")'
+        return None, f'host series need psutil on {sys.platform} (pip install psutil)'
 
 
 class HostSeries:
@@ -222,7 +222,7 @@ class Gpus:
         try:
             import pynvml
         except ImportError:
-            return None, 'no NVML binding (pip install "tracking-core[system]" for nvidia-ml-py)'
+            return None, 'no NVML binding (pip install nvidia-ml-py)'
         try:
             pynvml.nvmlInit()
         except Exception as exc:  # noqa: BLE001 - NVMLError_LibraryNotFound, DriverNotLoaded, ...

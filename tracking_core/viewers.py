@@ -96,7 +96,7 @@ def where_to_look(handle: RunHandle) -> list[str]:
         elif name == "console":
             continue  # its lines were on the terminal
         else:
-            lines.append(f"{name}: {dict(entry)}")
+            lines.append(f"{name}: {dict(entry)}" if entry else name)
     return lines
 
 

@@ -35,6 +35,7 @@ from slime_integration.fixture_args import load_fixture_namespaces
 from slime_integration.role_args import resolve_role_args
 from tracking_core.delivery.sync import sync
 from tracking_core.handle import ARGS_ATTR, RUN_ENV, RunHandle
+from tracking_core.options import tracking_option_dests
 
 ray = pytest.importorskip("ray")
 pytest.importorskip("megatron.core")
@@ -242,7 +243,7 @@ def test_one_run_per_job_in_slimes_ray_topology(ray_job: dict[str, Any], tmp_pat
     assert launch["lr"] == pytest.approx(1e-6)
     assert actor["actor/lr"] == pytest.approx(1e-6) and critic["critic/lr"] == pytest.approx(1e-5)
     assert critic["critic/kl_coef"] == 0 and critic["critic/use_opd"] is False
-    assert critic["critic/custom_advantage_function_path"] is None
+    assert "critic/custom_advantage_function_path" not in critic  # forced null: no param
     assert critic["critic/untie_embeddings_and_output_weights"] is True
     assert critic["critic/disable_param_buffers_cpu_backup"] is False
     assert all(k.startswith("actor/") for k in actor) and all(k.startswith("critic/") for k in critic)
@@ -257,7 +258,16 @@ def test_one_run_per_job_in_slimes_ray_topology(ray_job: dict[str, Any], tmp_pat
     assert run.configs["launch"]["params"] == {}
     actor, critic = run.configs["actor"]["params"], run.configs["critic"]["params"]
     base = load_fixture_namespaces(FIXTURES / "slime_ppo_args.json", ("base",))["base"]
-    slime_keys = set(vars(base)) | {f"critic/{k}" for k in vars(base)}
+    base.megatron_config_path = str(FIXTURES / "slime_megatron_roles.yaml")
+    roles = resolve_role_args(base, base.megatron_config_path)
+    tracking = tracking_option_dests()
+
+    def job_keys(ns: argparse.Namespace) -> set[str]:
+        """slime's keys that hold the job: no null value, no tracking option (both stay in the
+        roles' JSON)."""
+        return {k for k, v in vars(ns).items() if v is not None and k not in tracking}
+
+    slime_keys = job_keys(roles["actor"]) | {f"critic/{k}" for k in job_keys(roles["critic"])}
     assert slime_keys <= set(actor) | set(critic)
     assert actor["lr"] == pytest.approx(1e-6) and critic["critic/lr"] == pytest.approx(1e-5)
     assert not set(actor) & set(critic)

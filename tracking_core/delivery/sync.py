@@ -456,12 +456,13 @@ def _settled(journal: Path) -> bool:
     return all(name in progress and progress[name].n >= last for name in backends)
 
 
-def owed_in(folder: Path) -> dict[str, dict[str, Any]]:
+def owed_in(folder: Path, deadline: float | None = None) -> dict[str, dict[str, Any]]:
     """What each backend of a journal still lacks, counted as a finish summary and a sync count
     it: ``values`` (metric values and rich records not yet done), ``configs`` (config sections
     not delivered: not reached yet, or refused), ``closed`` (its end done), with the
     ``delivered`` and ``rejected`` values its acknowledgements record. Empty when the journal
-    cannot be read."""
+    cannot be read. Counting reads the whole journal: past ``deadline`` (``time.monotonic()``)
+    it stops, and ``partial`` is true (the counts are then lower bounds)."""
     try:
         names = [str(b) for b in read_meta(folder).get("backends") or []]
     except ValueError:
@@ -476,11 +477,16 @@ def owed_in(folder: Path) -> dict[str, dict[str, Any]]:
             "closed": False,
             "delivered": p.delivered if p else 0,
             "rejected": p.rejected if p else 0,
+            "partial": False,
         }
     reader = SegmentReader(folder)
     try:
         while True:
-            records = reader.read(10_000, final=True)
+            if deadline is not None and time.monotonic() > deadline:
+                for counts in out.values():
+                    counts["partial"] = True
+                break
+            records = reader.read(1_000 if deadline is not None else 10_000, final=True)
             if not records:
                 break
             for record in records:
