@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -18,7 +17,7 @@ from tracking_jsonl.reader import find_run
 
 from slime_integration import install as installer
 from slime_integration import options, samples, tracking
-from tests.slime.test_options import ISOLATED_ENV, STAND_IN, _forget_stand_in
+from tests.slime import test_options
 from tests.slime.test_samples import make_samples
 
 ALIASES = {
@@ -30,22 +29,8 @@ ALIASES = {
 }
 ALIAS_ARGV = [item for flag, (_, value) in ALIASES.items() for item in (flag, value)]
 
-
-@pytest.fixture
-def arguments(monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
-    for name in ISOLATED_ENV:
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.syspath_prepend(str(STAND_IN))
-    _forget_stand_in()
-    try:
-        from slime.utils import arguments as module
-
-        yield module
-    finally:
-        installer.uninstall()
-        tracking.reset()
-        tracking.unregister_plugins()
-        _forget_stand_in()
+#: The stand-in's ``slime.utils.arguments``, nothing of it (or of the adapter) left behind.
+arguments = test_options.arguments
 
 
 def _parsed(ns: argparse.Namespace) -> dict[str, object]:
