@@ -19,7 +19,7 @@ import json
 import math
 import re
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -172,20 +172,8 @@ class ConfigDiff:
         summary = f"{len(real)} difference(s) between {a_label} and {b_label}"
         if n_type:
             summary += f", {n_type} of them a type change"
-        apart = []
-        if volatile:
-            apart.append(f"{len(volatile)} per-launch value(s)")
-        if numeric:
-            apart.append(f"{len(numeric)} numeric type-only change(s)")
-        if apart:
-            summary += f" (not counted, listed below: {', '.join(apart)})"
-        out.append(summary)
-        for title, keys in (
-            ("Per-launch values (ports, run and job ids, pids, hosts, timestamps)", volatile),
-            ("The same number in another type", numeric),
-        ):
-            if keys:
-                out += ["", f"{title}: {len(keys)}", *self._table(keys, header, width)]
+        note, sections = set_apart(volatile, numeric, "change", lambda keys: self._table(keys, header, width))
+        out += [summary + note, *sections]
         return "\n".join(out) + "\n"
 
     def _table(self, keys: Sequence[str], header: tuple[str, ...], width: int) -> list[str]:
@@ -209,6 +197,28 @@ class ConfigDiff:
         ]
         lines.insert(1, "  ".join("-" * w for w in widths))
         return lines
+
+
+def set_apart(
+    volatile: Sequence[str], numeric: Sequence[str], numeric_noun: str, table: Callable[[Sequence[str]], list[str]]
+) -> tuple[str, list[str]]:
+    """What a diff's text lists apart from the real differences: the headline's note that counts
+    them, and their sections (per-launch values, the same number in another type), each a
+    ``table`` of its keys."""
+    apart = []
+    if volatile:
+        apart.append(f"{len(volatile)} per-launch value(s)")
+    if numeric:
+        apart.append(f"{len(numeric)} numeric type-only {numeric_noun}(s)")
+    note = f" (not counted, listed below: {', '.join(apart)})" if apart else ""
+    sections: list[str] = []
+    for title, keys in (
+        ("Per-launch values (ports, run and job ids, pids, hosts, timestamps)", volatile),
+        ("The same number in another type", numeric),
+    ):
+        if keys:
+            sections += ["", f"{title}: {len(keys)}", *table(keys)]
+    return note, sections
 
 
 def _cell(value: Any, width: int) -> str:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .convert import child_path, to_plain
-from .diff import is_volatile
+from .diff import is_volatile, set_apart
 
 __all__ = ["ABSENT", "SideBySide", "compare_configs", "flatten"]
 
@@ -118,21 +118,8 @@ class SideBySide:
         out: list[str] = []
         if real:
             out += [*self._table(real, width), ""]
-        headline = f"{len(real)} key(s) not the same in {together}"
-        apart = []
-        if volatile:
-            apart.append(f"{len(volatile)} per-launch value(s)")
-        if numeric:
-            apart.append(f"{len(numeric)} numeric type-only difference(s)")
-        if apart:
-            headline += f" (not counted, listed below: {', '.join(apart)})"
-        out.append(headline)
-        for title, keys in (
-            ("Per-launch values (ports, run and job ids, pids, hosts, timestamps)", volatile),
-            ("The same number in another type", numeric),
-        ):
-            if keys:
-                out += ["", f"{title}: {len(keys)}", *self._table(keys, width)]
+        note, sections = set_apart(volatile, numeric, "difference", lambda keys: self._table(keys, width))
+        out += [f"{len(real)} key(s) not the same in {together}{note}", *sections]
         return "\n".join(out) + "\n"
 
     def _table(self, keys: Sequence[str], width: int) -> list[str]:
