@@ -6,8 +6,8 @@ backend worker already reports a kind of failure (a hook and an exception type) 
 only counts it (:class:`~tracking_core.delivery.worker.FailureLog`); across hooks, and across the
 delivery processes whose log records reach one process, the **cause** decides: the first report
 of a cause is said in full, every later one as one short line with the hook's name, and a
-finishing primary lists each cause with how often and where it was reported
-(:func:`reported`). The filter sits on the ``tracking_core.delivery`` logger, so it judges the
+finishing primary lists each cause with how often and in which hooks (sorted by name) it was
+reported (:func:`reported`). The filter sits on the ``tracking_core.delivery`` logger, so it judges the
 records of this process's own workers and those its delivery processes forward alike.
 
 Two errors have the same cause when they have the same exception type and the same message once
@@ -88,7 +88,7 @@ def reported() -> list[str]:
         items = [(key, Counter(hooks)) for key, hooks in _seen.items()]
     lines = []
     for (backend, cause), hooks in items:
-        where = ", ".join(hooks)
+        where = ", ".join(sorted(hooks))  # reports arrive from several processes in any order
         lines.append(f"{backend} failed: {cause} (reported {sum(hooks.values())}x: {where})")
     return lines
 
