@@ -1,6 +1,11 @@
 """Named backends offered by plugins, and turning a selected name into a backend instance.
 
-A backend may also declare its **target** (``register(..., target="module:function")``): where
+A plugin describes each backend it offers as data, a :class:`Backend` (name, factory, what it
+requires, how its metrics are batched (:class:`Delivery`), where its run goes), and hands it to
+the ``register`` callback of ``register_backends``. The host keeps it as a :class:`BackendSpec`:
+the same fields plus the plugin (and distribution) that offered it.
+
+A backend may also declare its **target** (``Backend(..., target="module:function")``): where
 its run goes, computed in the training process when a run starts, before (and without) any
 connection to the tracker, so that the run handle says where each backend's run is even while the
 backend has not opened it yet.
@@ -12,8 +17,9 @@ import importlib
 import importlib.util
 import logging
 import re
+import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, cast
 
 from .errors import BackendUnavailable, UnknownBackend
@@ -37,29 +43,126 @@ def _resolve(ref: Any) -> Any:
 
 
 @dataclass(frozen=True)
-class BackendSpec:
-    """A backend a plugin offers: its name, how to build it and what it needs installed.
+class Delivery:
+    """How the delivery process hands this backend its metric rows.
+
+    ``max_batch`` caps the records per ``log_metrics`` call (default 1000); ``batch_interval``
+    makes the worker deliver at most that often (seconds) unless a full batch is waiting or the
+    run flushes, for trackers whose every call has a large fixed cost.
+    """
+
+    max_batch: int | None = None
+    batch_interval: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_batch is not None and (
+            isinstance(self.max_batch, bool) or not isinstance(self.max_batch, int) or self.max_batch < 1
+        ):
+            raise ValueError(f"Delivery(max_batch={self.max_batch!r}): give a whole number of records, 1 or more")
+        if self.batch_interval is not None and (
+            isinstance(self.batch_interval, bool)
+            or not isinstance(self.batch_interval, int | float)
+            or self.batch_interval < 0
+        ):
+            raise ValueError(
+                f"Delivery(batch_interval={self.batch_interval!r}): give seconds, 0 or more"
+            )
+
+
+@dataclass(frozen=True)
+class Backend:
+    """A backend a plugin offers, as ``register_backends`` hands it to ``register(...)``.
+
+    ``factory`` is a callable, or a ``"module:attribute"`` string imported only when the backend
+    is selected, that takes a :class:`~tracking_core.context.RunContext` and returns the backend
+    instance. ``requires`` lists the import names the backend needs and ``extra`` the
+    distribution extra that installs them, so selecting a backend whose library is missing says
+    what to install. ``delivery`` says how its metric rows are batched (:class:`Delivery`).
 
     ``target``, when declared, computes where this backend's run goes from the run's options and
     environment: ``target(run: RunContext) -> dict``, JSON-serialisable, never a credential
     (URIs without ``user:password@``). It runs in the training process when a run starts, so it
     must not import the tracker library nor connect anywhere. The primary's ``open_run`` gets the
-    dict back as its ``target`` argument and opens the run there.
+    dict back as its ``target`` argument and opens the run there. ``terminal=True`` says the
+    backend writes to the training process's terminal (its stderr).
+
+    Every field after ``factory`` has a default, so a field added later is a keyword with a
+    default that existing plugins need not know about.
     """
 
     name: str
     factory: BackendFactory | str
-    plugin: str
     requires: tuple[str, ...] = ()
     extra: str | None = None
     description: str = ""
-    max_batch: int | None = None
-    batch_interval: float | None = None
+    delivery: Delivery = Delivery()
     target: BackendTarget | str | None = None
     terminal: bool = False
+
+    def __post_init__(self) -> None:
+        what = f"Backend({self.name!r})"
+        if not isinstance(self.name, str) or not self.name or "," in self.name or self.name != self.name.strip():
+            raise ValueError(
+                f"invalid backend name {self.name!r}: use a non-empty name without commas or "
+                "surrounding spaces"
+            )
+        if not (callable(self.factory) or _is_reference(self.factory)):
+            raise TypeError(
+                f"{what}: factory must be a callable or a 'module:attribute' string, "
+                f"not {self.factory!r}"
+            )
+        if isinstance(self.requires, str):
+            raise TypeError(
+                f"{what}: requires is a sequence of import names: write "
+                f"requires=({self.requires!r},), not requires={self.requires!r}"
+            )
+        object.__setattr__(self, "requires", tuple(self.requires))
+        if not all(isinstance(module, str) and module for module in self.requires):
+            raise TypeError(f"{what}: requires holds import names (strings), got {self.requires!r}")
+        if not isinstance(self.delivery, Delivery):
+            raise TypeError(
+                f"{what}: delivery must be a Delivery(max_batch=..., batch_interval=...), "
+                f"not {self.delivery!r}"
+            )
+        if self.target is not None and not (callable(self.target) or _is_reference(self.target)):
+            raise TypeError(
+                f"{what}: target must be a callable or a 'module:attribute' string, not {self.target!r}"
+            )
+
+
+def _is_reference(ref: object) -> bool:
+    """Whether ``ref`` is a ``"module:attribute"`` string (the attribute may be dotted)."""
+    if not isinstance(ref, str):
+        return False
+    module, colon, attr = ref.partition(":")
+    return bool(colon and module.strip() and attr.strip()) and ref == ref.strip()
+
+
+@dataclass(frozen=True)
+class BackendSpec(Backend):
+    """A registered :class:`Backend` as the host keeps it: every field the plugin gave, plus the
+    plugin that registered it and that plugin's distribution."""
+
+    plugin: str = "?"
     #: The distribution of the plugin that registered it (``tracking-core`` for the built-ins):
     #: the one whose ``extra`` installs what the backend ``requires``.
     distribution: str | None = None
+
+    @classmethod
+    def of(cls, backend: Backend, plugin: str, distribution: str | None = None) -> BackendSpec:
+        """``backend`` as registered by ``plugin`` (every field of :class:`Backend` carried over)."""
+        given = {f.name: getattr(backend, f.name) for f in fields(Backend)}
+        return cls(**given, plugin=plugin, distribution=distribution)
+
+    @property
+    def max_batch(self) -> int | None:
+        """``delivery.max_batch``."""
+        return self.delivery.max_batch
+
+    @property
+    def batch_interval(self) -> float | None:
+        """``delivery.batch_interval``."""
+        return self.delivery.batch_interval
 
     def install_command(self, missing: Sequence[str]) -> str:
         """What to run to install ``missing`` (import names of ``requires``): the plugin's own
@@ -96,34 +199,38 @@ class BackendSpec:
         return cast(BackendTarget, _resolve(self.target))
 
 
+#: The keyword arguments of the loose ``register(name, factory, ...)`` form (deprecated).
+_LOOSE = ("requires", "extra", "description", "max_batch", "batch_interval", "target", "terminal")
+
+
 @dataclass
 class BackendRegistrar:
-    """The ``register`` callback handed to ``register_backends``; the host keeps the first
-    registration of a name and reports later ones by plugin name."""
+    """The ``register`` callback handed to ``register_backends``: ``register(Backend(...))``.
+
+    The host keeps the first registration of a name and reports later ones by plugin name. The
+    loose form ``register(name, factory, requires=..., ...)`` still works for one release, with
+    a :class:`DeprecationWarning` that says what to write instead.
+    """
 
     specs: dict[str, BackendSpec] = field(default_factory=dict)
     plugin: str = "?"
     distribution: str | None = None
     duplicates: list[tuple[str, str, str]] = field(default_factory=list)
 
-    def __call__(
-        self,
-        name: str,
-        factory: BackendFactory | str,
-        *,
-        requires: Sequence[str] = (),
-        extra: str | None = None,
-        description: str = "",
-        max_batch: int | None = None,
-        batch_interval: float | None = None,
-        target: BackendTarget | str | None = None,
-        terminal: bool = False,
-    ) -> None:
-        if not name or "," in name or name != name.strip():
-            raise ValueError(
-                f"plugin {self.plugin!r} registered an invalid backend name {name!r}: "
-                "use a non-empty name without commas or surrounding spaces"
+    def __call__(self, backend: Backend | str, factory: BackendFactory | str | None = None, **loose: Any) -> None:
+        if not isinstance(backend, Backend):
+            backend = self._from_loose(backend, factory, loose)
+        elif factory is not None or loose:
+            raise TypeError(
+                f"plugin {self.plugin!r}: register(Backend(...)) takes the Backend alone; "
+                f"give {', '.join(['factory'] * (factory is not None) + sorted(loose))} "
+                "as fields of the Backend"
             )
+        self.add(backend)
+
+    def add(self, backend: Backend) -> None:
+        """Keep ``backend`` under its name, unless an earlier plugin registered that name."""
+        name = backend.name
         if name in self.specs:
             first = self.specs[name].plugin
             self.duplicates.append((name, first, self.plugin))
@@ -136,19 +243,49 @@ class BackendRegistrar:
                 first,
             )
             return
-        self.specs[name] = BackendSpec(
-            name=name,
-            factory=factory,
-            plugin=self.plugin,
-            requires=tuple(requires),
-            extra=extra,
-            description=description,
-            max_batch=max_batch,
-            batch_interval=batch_interval,
-            target=target,
-            terminal=terminal,
-            distribution=self.distribution,
+        self.specs[name] = BackendSpec.of(backend, self.plugin, self.distribution)
+
+    def _from_loose(self, name: Any, factory: Any, loose: dict[str, Any]) -> Backend:
+        """The :class:`Backend` the deprecated ``register(name, factory, **keywords)`` means."""
+        unknown = sorted(set(loose) - set(_LOOSE))
+        if unknown:
+            raise TypeError(
+                f"plugin {self.plugin!r}: register() got unexpected keyword(s) {', '.join(unknown)}; "
+                f"a Backend's fields are {', '.join(f.name for f in fields(Backend))}"
+            )
+        if factory is None:
+            raise TypeError(
+                f"plugin {self.plugin!r}: register({name!r}) needs a factory: "
+                f"register(Backend({name!r}, factory))"
+            )
+        batching: dict[str, Any] = {k: loose.pop(k) for k in ("max_batch", "batch_interval") if k in loose}
+        try:
+            backend = Backend(name, factory, **loose, delivery=Delivery(**batching))
+        except ValueError as exc:
+            raise ValueError(f"plugin {self.plugin!r} registered an invalid backend: {exc}") from None
+        warnings.warn(
+            f"plugin {self.plugin!r}: register(name, factory, **keywords) is deprecated and will be "
+            f"removed in the next release; write register({_spelled(backend, batching)}) "
+            "(from tracking_core.plugin_api import Backend, Delivery)",
+            DeprecationWarning,
+            stacklevel=3,
         )
+        return backend
+
+
+def _spelled(backend: Backend, batching: Mapping[str, Any]) -> str:
+    """``Backend(...)`` as a plugin would write it, for the deprecation message."""
+    factory = backend.factory if isinstance(backend.factory, str) else getattr(backend.factory, "__qualname__", "factory")
+    parts = [repr(backend.name), repr(factory) if isinstance(backend.factory, str) else str(factory)]
+    for f in fields(Backend)[2:]:
+        value = getattr(backend, f.name)
+        if f.name == "delivery":
+            if batching:
+                parts.append("delivery=Delivery(" + ", ".join(f"{k}={v!r}" for k, v in batching.items()) + ")")
+        elif value != f.default:
+            shown = getattr(value, "__qualname__", None) if callable(value) else repr(value)
+            parts.append(f"{f.name}={shown}")
+    return "Backend(" + ", ".join(parts) + ")"
 
 
 _EXTRA_MARKER = re.compile(r"""extra\s*==\s*["']([^"']+)["']""")
