@@ -1,8 +1,10 @@
-"""The ``tracking-core`` command: plugins, show, diff, sync, ui, demo.
+"""The ``tracking-core`` command: plugins, show, diff, sync, ui, and the commands plugins add.
 
-Each subcommand imports what it needs when it runs: building the parser imports no plugin, no
-adapter and no tracker library (the demo's own options are parsed by the demo's parser, built
-only when the command is ``demo``), so ``tracking-core plugins`` and ``--help`` stay cheap.
+Each subcommand imports what it needs when it runs: :func:`build_parser` (the built-in commands)
+imports no plugin, no adapter and no tracker library. Plugins add commands through the
+``register_commands`` hook (:mod:`tracking_core.commands`; the slime adapter's ``demo`` is one),
+asked when ``tracking-core`` starts; a plugin command's own options are parsed by its own
+parser, built only when that command runs, so ``--help`` stays cheap.
 """
 
 from __future__ import annotations
@@ -15,10 +17,13 @@ import shutil
 import sys
 import textwrap
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from . import options as opts
 from . import settings
+
+if TYPE_CHECKING:
+    from .commands import Command
 
 #: A one-line usage longer than this is said as ``usage: <prog> [options]`` in an error.
 USAGE_WIDTH = 160
@@ -244,18 +249,34 @@ def _cmd_ui(ns: argparse.Namespace) -> int:
     return serve(viewers, out=sys.stdout, wait=ns.wait)
 
 
-def _cmd_demo(ns: argparse.Namespace) -> int:
-    # The demo's options (its hyperparameters and every plugin's tracking options) are its own
-    # parser's: building them loads the plugins, which only this command needs.
-    from slime_integration.demo.driver import build_parser as demo_parser
-    from slime_integration.demo.driver import run_demo
+def _cmd_plugin(ns: argparse.Namespace) -> int:
+    """A plugin's command: its own parser (built now) parses what followed its name."""
+    command: Command = ns.plugin_command
+    prog = f"tracking-core {command.name}"
+    if command.parser is None:
+        parser = CommandParser(prog=prog, description=command.help)
+    else:
+        own = command.parser()
+        parser = CommandParser(prog=prog, description=own.description, parents=[own], add_help=False)
+    argv = list(ns.command_argv)
+    if ns.tracking_dir and "--tracking-dir" in parser._option_string_actions:
+        if not any(a == "--tracking-dir" or a.startswith("--tracking-dir=") for a in argv):
+            argv = ["--tracking-dir", ns.tracking_dir, *argv]  # given before the command
+    return int(command.run(parser.parse_args(argv)) or 0)
 
-    own = demo_parser()
-    parser = CommandParser(prog=own.prog, description=own.description, parents=[own], add_help=False)
-    argv = list(ns.demo_argv)
-    if ns.tracking_dir and not any(a == "--tracking-dir" or a.startswith("--tracking-dir=") for a in argv):
-        argv = ["--tracking-dir", ns.tracking_dir, *argv]  # given before `demo`
-    return run_demo(parser.parse_args(argv))
+
+def add_plugin_commands(parser: argparse.ArgumentParser) -> dict[str, Command]:
+    """Add the commands of the installed plugins (``register_commands``) to ``parser`` (built by
+    :func:`build_parser`); everything after such a command's name is its own parser's."""
+    from .commands import plugin_commands
+    from .plugins import get_plugin_manager
+
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    commands = plugin_commands(get_plugin_manager(), reserved=tuple(sub.choices))
+    for name, command in commands.items():
+        p = sub.add_parser(name, add_help=False, help=command.help, description=command.help)
+        p.set_defaults(func=_cmd_plugin, plugin_command=command, command_argv=[])
+    return commands
 
 
 TRACKING_DIR_HELP = f"default: ${settings.DIR}, else ./{opts.DEFAULT_TRACKING_DIR}"
@@ -372,18 +393,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--wait", type=float, default=120.0, help="seconds to wait for each viewer to answer")
     p.add_argument("--dry-run", action="store_true", help="print the commands instead of starting them")
     p.set_defaults(func=_cmd_ui)
-
-    # No arguments here: everything after `demo` (its --help and --tracking-dir included) goes to
-    # the demo's own parser when the command runs (see _cmd_demo and main).
-    p = sub.add_parser(
-        "demo",
-        add_help=False,
-        help="run a slime-shaped PPO job on CPU (driver, actor and critic groups); "
-        "`tracking-core demo --help` lists its options",
-        description="A small real PPO job: a driver (the primary), an actor group and a critic "
-        "group, each its own gloo world under torch's elastic launcher.",
-    )
-    p.set_defaults(func=_cmd_demo, demo_argv=[])
     return parser
 
 
@@ -396,9 +405,10 @@ def _subcommand(parser: argparse.ArgumentParser, name: str) -> argparse.Argument
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
+    add_plugin_commands(parser)
     ns, extra = parser.parse_known_args(argv)
-    if ns.func is _cmd_demo:
-        ns.demo_argv = extra
+    if ns.func is _cmd_plugin:  # everything after its name, --help included, is its parser's
+        ns.command_argv = extra
     elif extra:  # said with the subcommand's own usage, which lists the options it has
         _subcommand(parser, ns.command).error(f"unrecognized arguments: {' '.join(extra)}")
     logging.basicConfig(

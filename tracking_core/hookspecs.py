@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 if TYPE_CHECKING:
+    from .commands import CommandRegistrar
     from .context import RunContext
     from .options import HostParser
     from .records import (
@@ -60,6 +61,7 @@ HOOK_NAMES = (
     "close_run",
     "publish_writer",
     "read_writers",
+    "register_commands",
 )
 
 
@@ -229,3 +231,18 @@ def read_writers(run: RunContext) -> Mapping[str, Mapping[str, Any]] | None:
     (optional; None: this backend keeps no registry). A finishing primary asks it to wait for
     the writers on other nodes and to name, in its summary and on the run, each that still owes
     data."""
+
+
+@hookspec
+def register_commands(register: CommandRegistrar) -> None:
+    """Add subcommands to ``tracking-core`` by calling ``register(name, run, help=..., parser=...)``.
+
+    ``help`` is the command's line in ``tracking-core --help``. ``parser`` (optional) builds the
+    command's own :class:`argparse.ArgumentParser`, its options, description and ``--help``:
+    it is called only when the command runs, so listing commands never imports what a command
+    needs. ``run`` gets the namespace that parser made of the arguments after the command's
+    name and returns the exit status (None: 0); an option of that parser also given before the
+    command (``tracking-core --tracking-dir DIR NAME``) fills it when not given after. A name
+    that is taken (a built-in command, or another plugin's) is refused; a plugin whose hook
+    raises is reported by name and none of its commands is added.
+    """
