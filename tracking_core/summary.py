@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from .delivery.progress import BackendProgress
 from .records import RunStatus
 
 
@@ -113,7 +114,7 @@ class FinishSummary:
                 "rejected": rejected,
                 "failures": dict(info.get("failures") or {}),
                 "missing_configs": list(info.get("missing_configs") or []),
-                "closed": end_n is not None and int(info.get("n", -1)) >= int(end_n),
+                "closed": BackendProgress(n=int(info.get("n", -1))).closed(None if end_n is None else int(end_n)),
                 "circuit_open": bool(info.get("circuit_open")),
                 "left_out": info.get("left_out"),
             }

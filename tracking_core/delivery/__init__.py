@@ -1,7 +1,8 @@
 """The one delivery path, from the training thread to every tracker.
 
 * :mod:`.intake` — the training process's side: the caller appends, a pump numbers and journals;
-* :mod:`.journal` — the journal's format: segments, acknowledgements, locks, the completion rule;
+* :mod:`.journal` — the journal's format: segments, acknowledgements, locks;
+* :mod:`.progress` — how far each backend is: what "done" means, the completion rule;
 * :mod:`.stream` — one backend's records in journal order (from disk, or memory on a full disk);
 * :mod:`.worker` — one backend's delivery: pluggy calls, retries, circuit breaker, isolation;
 * :mod:`.follower` — delivers one journal to all its backends; the same in every mode;

@@ -6,7 +6,7 @@ The same :class:`Follower` runs in the writer's delivery process, on a thread of
 :class:`~tracking_core.delivery.worker.BackendWorker` that reads the journal at its own pace (a
 slow or dead tracker never holds up another), saves the acknowledgements, deletes segments every
 backend is done with while the run goes on, and at the end applies the one completion rule
-(:func:`~tracking_core.delivery.journal.outstanding`): the journal folder is removed only when
+(:meth:`~tracking_core.delivery.progress.Progress.outstanding`): the journal folder is removed only when
 nothing is outstanding; otherwise it stays for ``tracking-core sync`` and the report says what
 is missing where. The completion rule always counts every backend of the journal: one *left out*
 here (it crashed the delivery process, or ``tracking-core sync`` delivers it in a process of its
@@ -40,7 +40,6 @@ from .journal import (
     append_end,
     copy_segment,
     first_record,
-    outstanding,
     read_meta,
     remove,
     scan,
@@ -48,6 +47,7 @@ from .journal import (
     segments,
     try_lock,
 )
+from .progress import Progress
 from .stream import Message, Stream
 from .worker import BackendSlot, BackendWorker
 
@@ -383,7 +383,7 @@ class Follower:
         backends = {name: w.report() for name, w in self.workers.items()}
         for name, why in self.left_out.items():
             backends[name] = self._left_out_report(name, why)
-        missing = outstanding(self.acks.progress, self.names, self.end_n)
+        missing = self.progress().outstanding(self.end_n)
         for name, why in self.left_out.items():
             if name in missing:
                 missing[name] += f" ({why})"
@@ -445,16 +445,13 @@ class Follower:
             if folder is not None:
                 self._collect_segments(folder, done_through)
 
+    def progress(self) -> Progress:
+        """Every backend's progress through the journal, the left out ones included."""
+        return Progress(self.acks.progress, self.names)
+
     def _done_through(self) -> int:
         """Every record up to this one is done by every backend (-1: none known)."""
-        progress = [p for name, p in self.acks.progress.items() if name in self.names]
-        if not progress:
-            return -1
-        done_through = min(p.n for p in progress)
-        owed = [n for p in progress for n in p.owed]
-        if owed:
-            done_through = min(done_through, min(owed) - 1)
-        return done_through
+        return self.progress().done_through()
 
     def _collect_segments(self, folder: Path, done_through: int) -> None:
         found = segments(folder)

@@ -28,8 +28,9 @@ from typing import IO, Any
 from .client import describe_exit
 from .failures import extra_of
 from .follower import end_of, retire
-from .journal import Acks, outstanding
+from .journal import Acks
 from .plan import BackendPlan, Plan
+from .progress import Progress
 
 log = logging.getLogger("tracking_core.sync")
 
@@ -101,7 +102,7 @@ def replay_apart(
             children[name].kill()
         outcomes[name].code = _exit_code(children[name])
     acks.save()
-    missing = outstanding(acks.progress, names, end)
+    missing = Progress(acks.progress, names).outstanding(end)
     if not missing:
         retire(folder)
     progress = {name: (p.delivered, p.rejected) for name, p in acks.progress.items()}

@@ -20,8 +20,9 @@ One folder per writing process, ``<tracking_dir>/journal/<run_id>/<label>/``:
     journal (its delivery process, its own thread, or ``tracking-core sync``).
 
 Acknowledgements are exact because ``n`` is assigned in the order records are appended, by one
-thread: "done up to n" never covers a record that was not handed over. A journal folder is
-removed when :func:`outstanding` finds nothing left: the one completion rule.
+thread: "done up to n" never covers a record that was not handed over. What "done" means, and
+the one completion rule that decides when a journal folder is removed, are in
+:mod:`~tracking_core.delivery.progress`.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from typing import Any
 
 from ..files import close_quietly, replace_text
 from ..records import ConfigSection
+from .progress import BackendProgress
 
 log = logging.getLogger("tracking_core.journal")
 
@@ -478,19 +480,6 @@ class SegmentReader:
 
 
 # -- acknowledgements --------------------------------------------------------------------------
-@dataclass
-class BackendProgress:
-    """How far one backend is through the journal (see the module doc)."""
-
-    n: int = -1
-    delivered: int = 0
-    rejected: int = 0
-    owed: list[int] = field(default_factory=list)
-
-    def done(self, n: int) -> bool:
-        return n <= self.n and n not in self.owed
-
-
 class Acks:
     """``acks.json``: every backend's :class:`BackendProgress`, saved atomically.
 
@@ -549,12 +538,7 @@ def read_acks(folder: Path) -> dict[str, BackendProgress]:
     out = {}
     for name, entry in dict(data).items():
         try:
-            out[str(name)] = BackendProgress(
-                n=int(entry["n"]),
-                delivered=int(entry.get("delivered", 0)),
-                rejected=int(entry.get("rejected", 0)),
-                owed=[int(x) for x in entry.get("owed", [])],
-            )
+            out[str(name)] = BackendProgress.from_mapping(entry)
         except (KeyError, TypeError, ValueError):
             continue
     return out
@@ -576,31 +560,7 @@ def read_meta(folder: Path) -> dict[str, Any]:
     return meta
 
 
-# -- the completion rule -----------------------------------------------------------------------
-def outstanding(
-    progress: Mapping[str, BackendProgress], backends: list[str], end_n: int | None
-) -> dict[str, str]:
-    """What each backend still owes the journal, in words; empty when the journal is complete.
-
-    Complete means: the close is journaled (``end_n``) and every backend has done every record
-    up to it, the close included, with no config record still owed. A value a tracker rejected
-    counts as done (it was reported); a config it refused does not.
-    """
-    out: dict[str, str] = {}
-    for name in backends:
-        p = progress.get(name) or BackendProgress()
-        missing = []
-        if end_n is None:
-            missing.append("the run's end (not journaled)")
-        elif p.n < end_n:
-            missing.append(f"records {p.n + 1}..{end_n} (the close included)")
-        if p.owed:
-            missing.append(f"{len(p.owed)} config section(s)")
-        if missing:
-            out[name] = ", ".join(missing)
-    return out
-
-
+# -- a complete journal (see .progress for when it is) ----------------------------------------
 def remove(folder: Path) -> None:
     """Delete a complete journal folder, and its run's folder and ``journal/`` if now empty."""
     shutil.rmtree(folder, ignore_errors=True)

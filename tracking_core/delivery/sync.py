@@ -45,6 +45,7 @@ from .journal import (
     read_meta,
 )
 from .plan import BackendPlan, context_to_dict, plain
+from .progress import Progress
 from .worker import count_values
 from .writers import identity
 
@@ -446,14 +447,14 @@ def _others(journals: Iterable[Path], own: Path | None) -> list[Path]:
 
 
 def _settled(journal: Path) -> bool:
-    """Everything the writer journaled so far is done by every backend."""
+    """Every backend has handled everything the writer journaled so far: waiting longer
+    brings nothing (a config section a backend refused is owed to ``tracking-core sync``,
+    and the peer's own finish says so)."""
     try:
         backends = [str(b) for b in read_meta(journal).get("backends") or []]
     except ValueError:
         return True
-    last = last_record(journal)
-    progress = read_acks(journal)
-    return all(name in progress and progress[name].n >= last for name in backends)
+    return Progress(read_acks(journal), backends).reached(last_record(journal))
 
 
 def owed_in(folder: Path, deadline: float | None = None) -> dict[str, dict[str, Any]]:
@@ -467,16 +468,16 @@ def owed_in(folder: Path, deadline: float | None = None) -> dict[str, dict[str, 
         names = [str(b) for b in read_meta(folder).get("backends") or []]
     except ValueError:
         return {}
-    progress = read_acks(folder)
+    progress = Progress(read_acks(folder), names)
     out = {}
     for name in names:
-        p = progress.get(name)
+        p = progress.of(name)
         out[name] = {
             "values": 0,
             "configs": 0,
             "closed": False,
-            "delivered": p.delivered if p else 0,
-            "rejected": p.rejected if p else 0,
+            "delivered": p.delivered,
+            "rejected": p.rejected,
             "partial": False,
         }
     reader = SegmentReader(folder)
@@ -492,8 +493,7 @@ def owed_in(folder: Path, deadline: float | None = None) -> dict[str, dict[str, 
             for record in records:
                 n, kind = int(record["n"]), record.get("t")
                 for name in names:
-                    p = progress.get(name)
-                    if p is not None and p.done(n):
+                    if progress.done(name, n):
                         if kind == "end":
                             out[name]["closed"] = True
                         continue

@@ -37,6 +37,7 @@ from ..registry import BackendSpec
 from . import kinds
 from .failures import failure
 from .journal import Acks, section_from_dict
+from .progress import BackendProgress
 from .stream import Stream
 from .writers import Counts, Publisher, await_writers, identity, owing_text
 
@@ -275,7 +276,7 @@ class BackendWorker:
         return self.consecutive_failures >= BREAKER_THRESHOLD
 
     @property
-    def progress(self) -> Any:
+    def progress(self) -> BackendProgress:
         return self.acks.progress[self.name]
 
     def wake(self) -> None:
@@ -308,7 +309,7 @@ class BackendWorker:
         self._wake.set()
         try:
             with self._progress:
-                while self.progress.n < target_n or self._retrying_owed():
+                while not self.progress.reached(target_n) or self._retrying_owed():
                     if self._stop.is_set() and not self._thread.is_alive():
                         return False
                     if self._gave_up(probe_mark, wait_for_open):
@@ -565,7 +566,7 @@ class BackendWorker:
                 extra: dict[str, Any] = {}
                 if owing:
                     extra = {"incomplete": {label: owing_text(e) for label, e in owing.items()}, "intended_status": meant.value}
-                self._publisher.closed(self._counts(), complete=not self.progress.owed, **extra)
+                self._publisher.closed(self._counts(), complete=not self.progress.owes_config(), **extra)
             except Exception:  # noqa: BLE001 - the registry never keeps the end from its ack
                 log.exception("tracking-core's writer registry hit an internal error in %r", self.name)
         return ok, result
