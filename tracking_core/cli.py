@@ -97,17 +97,15 @@ def _cmd_show(ns: argparse.Namespace) -> int:
     try:
         handle = find_saved_run(ns.run, opts.tracking_dir(ns))
     except RunNotFound as exc:
-        # a jsonl run directory of its own (copied, or from before run handles were saved)
-        from tracking_jsonl.reader import find_run
-
-        try:
-            if not ns.run:
-                raise FileNotFoundError(ns.run) from exc
-            path = find_run(ns.run, opts.tracking_dir(ns))
-        except FileNotFoundError:
+        # a run of a tracker's own files, without a saved handle (copied, or from before run
+        # handles were saved): the plugin whose files they are shows it
+        lines = _show_run_files(ns.run, opts.tracking_dir(ns), ns.limit) if ns.run else None
+        if lines is None:
             print(f"tracking-core show: {exc}", file=sys.stderr)
             return 2
-        return _show_jsonl_dir(path, ns.limit)
+        for line in lines:
+            print(line)
+        return 0
     from .readback import read_configs, read_trackers
 
     print(f"run {handle.run_id} ({handle.name})  {handle.run_dir}")
@@ -137,26 +135,12 @@ def _cmd_show(ns: argparse.Namespace) -> int:
     return 0
 
 
-def _show_jsonl_dir(path: os.PathLike[str], limit: int) -> int:
-    from pathlib import Path
+def _show_run_files(run: str, tracking_dir: str, limit: int) -> list[str] | None:
+    """The lines of the plugin whose ``show_run_files`` knows ``run``; None when none does."""
+    from .viewers import ask
 
-    from tracking_jsonl.reader import read_run
-
-    run = read_run(Path(path))
-    print(f"jsonl run {run.path.name} ({run.path})  status: {run.status or 'open'}")
-    for namespace, section in sorted(run.configs.items()):
-        params = section.get("params") or {}
-        values = section.get("values") or {}
-        print(f"\n[{namespace}] {len(values)} config keys ({len(params)} as parameters)")
-        for key in sorted(params)[:limit]:
-            print(f"  {key} = {_value(params[key])}")
-        if len(params) > limit:
-            print(f"  ... {len(params) - limit} more (--limit)")
-    counts = run.metric_counts()
-    print(f"\nmetrics: {sum(counts.values())} values in {len(counts)} series")
-    for name, count in sorted(counts.items()):
-        print(f"  {name}: {count}")
-    return 0
+    lines = ask("show_run_files", run=run, tracking_dir=tracking_dir, limit=limit)
+    return None if lines is None else [str(line) for line in lines]
 
 
 def _cmd_diff(ns: argparse.Namespace) -> int:
@@ -223,21 +207,15 @@ def _cmd_ui(ns: argparse.Namespace) -> int:
 
     handle = find_saved_run(ns.run, opts.tracking_dir(ns))
     trackers = [t.strip() for t in ns.trackers.split(",") if t.strip()] if ns.trackers else None
-    mlflow = handle.backends.get("mlflow") if trackers is None or "mlflow" in trackers else None
-    if mlflow and not mlflow.get("run_id") and not ns.dry_run:  # only the target was saved
-        from .readback import locate_mlflow_run
-
-        try:
-            _, found = locate_mlflow_run(mlflow, handle.run_id)
-            mlflow.update(run_id=found.info.run_id, experiment_id=found.info.experiment_id)
-        except Exception as exc:  # noqa: BLE001 - the UI still opens, on the experiment list
-            print(f"tracking-core ui: the MLflow run of {handle.run_id} not found ({exc})", file=sys.stderr)
-    ports = {k: v for k, v in (("mlflow", ns.mlflow_port), ("tensorboard", ns.tensorboard_port)) if v}
-    viewers = plan_viewers(handle, host=ns.host, ports=ports, trackers=trackers)
+    ports = {name: port for name, port in (getattr(ns, "viewer_ports", None) or {}).items() if port}
+    viewers = plan_viewers(handle, host=ns.host, ports=ports, trackers=trackers, dry_run=ns.dry_run)
     if not viewers:
         known = ", ".join(handle.backends) or "none"
         print(f"tracking-core ui: run {handle.run_id} has no tracker {ns.trackers!r}; its trackers: {known}", file=sys.stderr)
         return 2
+    for viewer in viewers:
+        if viewer.warning:
+            print(f"tracking-core ui: {viewer.warning}", file=sys.stderr)
     print(f"run {handle.run_id} ({handle.run_dir})", flush=True)
     if ns.dry_run:
         import shlex
@@ -247,6 +225,34 @@ def _cmd_ui(ns: argparse.Namespace) -> int:
             print(f"{viewer.tracker}: {what}" + (f"  -> {viewer.url}" if viewer.command else ""))
         return 0
     return serve(viewers, out=sys.stdout, wait=ns.wait)
+
+
+class _PortOption(argparse.Action):
+    """``--<backend>-port N``: kept as ``ns.viewer_ports[backend]`` (the backend is ``const``)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option_string: str | None = None) -> None:
+        namespace.viewer_ports = {**(getattr(namespace, "viewer_ports", None) or {}), str(self.const): values}
+
+
+class _UiParser(CommandParser):
+    """The parser of ``ui``: a ``--<backend>-port`` option for every installed backend whose
+    plugin declares a viewer port, added when ``ui`` is parsed (its ``--help`` included), so
+    that building the ``tracking-core`` parser loads no plugin."""
+
+    _ports_added = False
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        if not self._ports_added:
+            self._ports_added = True
+            from .viewers import viewer_ports
+
+            for name, port in viewer_ports().items():
+                if f"--{name}-port" not in self._option_string_actions:
+                    self.add_argument(
+                        f"--{name}-port", type=int, action=_PortOption, const=name, default=argparse.SUPPRESS,
+                        metavar="PORT", help=f"the port of {name}'s viewer (default {port}, or the next free port)",
+                    )  # fmt: skip
+        return super().parse_known_args(args, namespace)
 
 
 def _cmd_plugin(ns: argparse.Namespace) -> int:
@@ -325,7 +331,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "show", help="a run: its trackers and where, last metric values, configs per namespace"
     )
-    p.add_argument("run", nargs="?", default=None, help="a run directory, handle.json or run id (default: the latest run); or a jsonl run directory")
+    p.add_argument("run", nargs="?", default=None, help="a run directory, handle.json or run id (default: the latest run); or a run directory of a tracker's own files")
     _tracking_dir(p)
     p.add_argument("--limit", type=int, default=40, help="config keys per namespace and series per tracker shown")
     p.set_defaults(func=_cmd_show)
@@ -380,16 +386,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "ui",
-        help="start the viewers of a run's trackers (MLflow UI, TensorBoard) and print their URLs",
-        description="Start the MLflow UI on the run's MLflow store and TensorBoard on its log "
-        "directory, wait until they answer, print their URLs; Ctrl-C stops them.",
+        help="start the viewers of a run's trackers and print their URLs",
+        description="Start the viewer of each tracker of the run that has one here (its plugin "
+        "says which: a tracker's UI on the run's store or log directory), each on a free port, "
+        "wait until they answer, print their URLs; Ctrl-C stops them. `tracking-core ui --help` "
+        "lists a --<tracker>-port option for each installed tracker that has a local viewer.",
     )
+    p.__class__ = _UiParser  # its port options come from the plugins when `ui` is parsed
     p.add_argument("run", nargs="?", default=None, help="a run directory, handle.json or run id (default: the latest run)")
     _tracking_dir(p)
     p.add_argument("--trackers", default=None, help="only these, comma-separated (default: every tracker of the run)")
     p.add_argument("--host", default="127.0.0.1", help="interface to serve on (default 127.0.0.1)")
-    p.add_argument("--mlflow-port", type=int, default=None, help="default 5000, or the next free port")
-    p.add_argument("--tensorboard-port", type=int, default=None, help="default 6006, or the next free port")
     p.add_argument("--wait", type=float, default=120.0, help="seconds to wait for each viewer to answer")
     p.add_argument("--dry-run", action="store_true", help="print the commands instead of starting them")
     p.set_defaults(func=_cmd_ui)

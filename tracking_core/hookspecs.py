@@ -28,7 +28,9 @@ import pluggy
 if TYPE_CHECKING:
     from .commands import CommandRegistrar
     from .context import RunContext
+    from .handle import RunHandle
     from .options import HostParser
+    from .readback import TrackerReport
     from .records import (
         ArtifactRecord,
         ConfigSection,
@@ -39,6 +41,7 @@ if TYPE_CHECKING:
         TextRecord,
     )
     from .registry import BackendRegistrar
+    from .viewers import Viewer
 
 PROJECT = "tracking_core"
 
@@ -62,6 +65,12 @@ HOOK_NAMES = (
     "publish_writer",
     "read_writers",
     "register_commands",
+    "tracker_location",
+    "tracker_sync",
+    "tracker_viewer",
+    "read_tracker",
+    "show_run_files",
+    "project_options",
 )
 
 
@@ -231,6 +240,93 @@ def read_writers(run: RunContext) -> Mapping[str, Mapping[str, Any]] | None:
     (optional; None: this backend keeps no registry). A finishing primary asks it to wait for
     the writers on other nodes and to name, in its summary and on the run, each that still owes
     data."""
+
+
+@hookspec
+def register_commands(register: CommandRegistrar) -> None:
+    """Add subcommands to ``tracking-core`` by calling ``register(name, run, help=..., parser=...)``.
+
+    ``help`` is the command's line in ``tracking-core --help``. ``parser`` (optional) builds the
+    command's own :class:`argparse.ArgumentParser`, its options, description and ``--help``:
+    it is called only when the command runs, so listing commands never imports what a command
+    needs. ``run`` gets the namespace that parser made of the arguments after the command's
+    name and returns the exit status (None: 0); an option of that parser also given before the
+    command (``tracking-core --tracking-dir DIR NAME``) fills it when not given after. A name
+    that is taken (a built-in command, or another plugin's) is refused; a plugin whose hook
+    raises is reported by name and none of its commands is added.
+    """
+
+# -- what a tracker says about a run it holds (``tracking-core show`` / ``ui``, start and end) --
+# Plugin-module hooks, asked per backend of a run with its entry of the run handle: the plugin
+# that offers the backend answers, every other plugin returns None.
+
+
+@hookspec(firstresult=True)
+def tracker_location(backend: str, entry: Mapping[str, Any], handle: RunHandle) -> Sequence[str] | None:
+    """Say where ``backend``'s data of the run is and the command that shows it, one line each.
+
+    ``entry`` is the backend's entry of the run handle (its target, or what ``open_run``
+    returned); ``handle`` the whole handle. The lines go under the run's start line and after
+    the demo's run. Return None for a backend that is not this plugin's, ``[]`` to say nothing
+    (a backend whose output was on the terminal). Without an answer, the entry itself is shown.
+    """
+
+
+@hookspec(firstresult=True)
+def tracker_sync(backend: str, entry: Mapping[str, Any], handle: RunHandle) -> Sequence[str] | None:
+    """Say how to upload ``backend``'s data of the run that is kept only on this machine (an
+    offline run), one line each: said under the summary at the end of the run.
+
+    Return None where nothing waits to be uploaded, or for a backend that is not this plugin's.
+    """
+
+
+@hookspec(firstresult=True)
+def tracker_viewer(
+    backend: str, entry: Mapping[str, Any], handle: RunHandle, host: str, port: int | None, dry_run: bool
+) -> Viewer | None:
+    """Say what ``tracking-core ui`` starts to look at ``backend``'s data of the run: a
+    :class:`~tracking_core.viewers.Viewer` with the command, the URL to open and the URL that
+    answers once it is up; or one without a command whose ``url`` or ``note`` says where to
+    look (a tracking server's own UI, an offline run to upload first).
+
+    ``port`` is a free port on ``host`` for a backend that declares ``viewer_port`` in its
+    registration (``--<backend>-port`` picks another), else None. ``dry_run``: the command is
+    only printed, so find nothing that needs the tracker's library or server. Return None for a
+    backend that is not this plugin's.
+    """
+
+
+@hookspec(firstresult=True)
+def read_tracker(backend: str, entry: Mapping[str, Any], handle: RunHandle) -> TrackerReport | None:
+    """Read ``backend``'s data of the run back with the tracker's own reader, for
+    ``tracking-core show``: a :class:`~tracking_core.readback.TrackerReport` with where it is,
+    the run's status and the last value of each series.
+
+    Raise when it cannot be read: the error is said on the backend's line (an ImportError with
+    the command that installs the backend's extra) and the other backends are still read. Called
+    in a thread of its own, beside the other backends' readers. Return None for a backend that is
+    not this plugin's.
+    """
+
+
+@hookspec(firstresult=True)
+def show_run_files(run: str, tracking_dir: str, limit: int) -> Sequence[str] | None:
+    """Show a run that has no saved handle from this plugin's own files: the lines
+    ``tracking-core show RUN`` prints, when ``run`` (a directory, or a run id under
+    ``tracking_dir``) names such a run; else None. ``limit``: the most keys or series shown of
+    each section (``--limit``)."""
+
+
+@hookspec
+def project_options(project: str) -> Mapping[str, Any] | None:
+    """Return the backend options that put a host's runs in its project ``project`` (Accelerate's
+    ``init_trackers(project_name)``, verl's ``project_name``): ``{"mlflow_experiment": project}``.
+
+    Leave out an option the tracker's own environment variable already sets (``WANDB_PROJECT``):
+    that variable wins, as it would with the host's own tracker integration. Options the host
+    passes itself win over these; return None to add nothing.
+    """
 
 
 @hookspec

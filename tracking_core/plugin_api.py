@@ -36,6 +36,9 @@ What is here, by use:
   :func:`path_under` (a name as one path component / a relative path that stays inside its
   folder), :func:`runnable` (a tool installed beside this Python as a command that runs from any
   directory), :func:`host_key` (the host name as series names use it).
+- **What a tracker says about a run** (the hooks ``tracker_viewer`` and ``read_tracker``):
+  :class:`Viewer` (what ``tracking-core ui`` starts, the URL to open) and :class:`TrackerReport`
+  (what ``tracking-core show`` prints of a backend's data).
 - **For host adapters.** The run handle (:class:`RunHandle`, :func:`find_handle`,
   :data:`RUN_ENV`, :data:`HANDLE_FILE`, :data:`ARGS_ATTR`), :func:`job_run_id` (the run id a
   launcher's job identity gives), :func:`resolve_backend_names` (the backends a run would
@@ -93,9 +96,10 @@ if TYPE_CHECKING:
     from .integrations.host_run import HostRun
     from .integrations.import_hook import BOOTSTRAP_DIR, HostHook, InstallModule
     from .launchers import job_run_id
+    from .readback import TrackerReport
     from .selection import resolve_backend_names
     from .system_metrics import host_key
-    from .viewers import runnable, where_to_look
+    from .viewers import Viewer, runnable, where_to_look
 
 #: Imported on first use (see the module docstring): name -> module relative to this package.
 _LAZY = {
@@ -114,10 +118,12 @@ _LAZY = {
     "HostHook": ".integrations.import_hook",
     "InstallModule": ".integrations.import_hook",
     "job_run_id": ".launchers",
+    "TrackerReport": ".readback",
     "resolve_backend_names": ".selection",
     "host_key": ".system_metrics",
     "runnable": ".viewers",
     "where_to_look": ".viewers",
+    "Viewer": ".viewers",
 }
 
 
@@ -158,8 +164,10 @@ __all__ = [
     "RunStatus",
     "TableRecord",
     "TextRecord",
+    "TrackerReport",
     "TrackingError",
     "UnknownBackend",
+    "Viewer",
     "artifact_path",
     "config_json",
     "config_text",

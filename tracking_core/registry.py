@@ -84,7 +84,10 @@ class Backend:
     (URIs without ``user:password@``). It runs in the training process when a run starts, so it
     must not import the tracker library nor connect anywhere. The primary's ``open_run`` gets the
     dict back as its ``target`` argument and opens the run there. ``terminal=True`` says the
-    backend writes to the training process's terminal (its stderr).
+    backend writes to the training process's terminal (its stderr). ``viewer_port``: the port
+    the tracker's local viewer prefers (``tracking-core ui`` gives it a free one from there and a
+    ``--<name>-port`` option). ``default_rank``: the backend may be the embedded default, used
+    when nothing selects a backend; of the installed ones, the highest rank is chosen.
 
     Every field after ``factory`` has a default, so a field added later is a keyword with a
     default that existing plugins need not know about.
@@ -98,6 +101,8 @@ class Backend:
     delivery: Delivery = Delivery()
     target: BackendTarget | str | None = None
     terminal: bool = False
+    viewer_port: int | None = None
+    default_rank: int | None = None
 
     def __post_init__(self) -> None:
         what = f"Backend({self.name!r})"

@@ -117,15 +117,28 @@ def started(handle: RunHandle, *, resumed: bool = False, args: Any = None) -> No
 # -- the end -----------------------------------------------------------------------------------
 def finished(summary: FinishSummary, handle: RunHandle, *, tracking_dir: str | os.PathLike[str], args: Any = None) -> None:
     """The primary's end of the run: one line when everything arrived, else one block that says
-    which tracker lacks what, why, and the command that delivers it. Never raises."""
+    which tracker lacks what, why, and the command that delivers it; then, where a tracker keeps
+    the run only on this machine (an offline run), how to upload it (its plugin's
+    ``tracker_sync``). Never raises."""
     try:
+        upload = [f"  {line}" for line in _upload_lines(handle)]
         if summary.drained:
             if not quiet(args):
-                log.info("tracking-core: %s", summary.describe())
+                log.info("%s", "\n".join([f"tracking-core: {summary.describe()}", *upload]))
             return
-        log.warning("%s", incomplete_block(summary, handle, tracking_dir))
+        log.warning("%s", "\n".join([incomplete_block(summary, handle, tracking_dir), *upload]))
     except Exception as exc:  # noqa: BLE001 - the summary is returned to the caller anyway
         log.warning("tracking-core: %s (the full report failed: %s: %s)", summary.describe(), type(exc).__name__, exc)
+
+
+def _upload_lines(handle: RunHandle) -> list[str]:
+    """How to upload what the run's trackers keep only here (:func:`tracking_core.viewers.sync_lines`)."""
+    try:
+        from .viewers import sync_lines
+
+        return sync_lines(handle)
+    except Exception as exc:  # noqa: BLE001 - the summary is said all the same
+        return [f"(how to upload the trackers' local data could not be said: {type(exc).__name__}: {exc})"]
 
 
 def incomplete_block(summary: FinishSummary, handle: RunHandle, tracking_dir: str | os.PathLike[str]) -> str:

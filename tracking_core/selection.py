@@ -2,14 +2,14 @@
 
 Precedence: an explicit ``backends=`` argument, then ``--tracking-backends``, then
 ``$TRACKING_CORE_BACKENDS``, then the host's own switches (the ``host_backends`` hook, e.g.
-slime's ``--use-wandb``), then the embedded default: MLflow on a local SQLite file in the tracking
-directory, or the dependency-free ``jsonl`` backend where mlflow is not installed. ``none``
-selects no backend at all.
+slime's ``--use-wandb``), then the embedded default: of the installed backends whose plugin
+declares a ``default_rank`` in its registration, the one with the highest rank (the built-ins:
+MLflow on a local SQLite file in the tracking directory, else the dependency-free ``jsonl``
+backend where mlflow is not installed). ``none`` selects no backend at all.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -37,14 +37,20 @@ def parse_names(value: str | Sequence[str]) -> list[str]:
     return out
 
 
-def embedded_default() -> str:
-    """``mlflow`` when it is installed (a local SQLite store), else ``jsonl``."""
-    try:
-        if importlib.util.find_spec("mlflow") is not None:
-            return "mlflow"
-    except (ImportError, ValueError):
-        pass
-    return "jsonl"
+def embedded_default(manager: PluginManager | None = None) -> str | None:
+    """The backend a run uses when nothing selects one: among the backends whose plugin declares
+    a ``default_rank`` and whose requirements are installed, the one with the highest rank (the
+    first registered of equal ones); None when there is none."""
+    if manager is None:
+        from .plugins import get_plugin_manager
+
+        manager = get_plugin_manager()
+    best: tuple[int, str] | None = None
+    for name, spec in manager.backends.items():
+        rank = spec.default_rank
+        if rank is not None and (best is None or rank > best[0]) and not spec.missing():
+            best = (rank, name)
+    return best[1] if best else None
 
 
 def resolve_backend_names(
@@ -65,7 +71,14 @@ def resolve_backend_names(
         for plugin, names in manager.call_each("host_backends", args=args):
             if names:
                 return parse_names(names), f"the host's own switches (plugin {plugin!r})"
-    default = embedded_default()
+    default = embedded_default(manager)
+    if default is None:
+        log.warning(
+            "no tracking backend selected and no installed plugin offers a default one: nothing "
+            "is tracked; choose backends with --tracking-backends or $%s",
+            BACKENDS_ENV,
+        )
+        return [], "the embedded default (none installed)"
     log.info(
         "no tracking backend selected: using the embedded default %r (local files under the "
         "tracking directory); choose others with --tracking-backends or $%s",

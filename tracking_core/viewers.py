@@ -1,16 +1,21 @@
 """Looking at a run: the viewer each of its trackers has, and the commands that open them.
 
-``tracking-core ui RUN`` starts the local viewers a run needs — the MLflow UI on the run's
-tracking store (unless that store is a server, which has its own UI) and TensorBoard on the run's
-log directory — waits until each answers over HTTP, prints their URLs and stops them on Ctrl-C.
-:func:`where_to_look` says the same in words (the demo's closing lines, ``tracking-core show``).
+``tracking-core ui RUN`` starts the local viewers a run's trackers offer (the tracker's plugin
+says what: its ``tracker_viewer`` hook), each on a free port, waits until each answers over
+HTTP, prints their URLs and stops them on Ctrl-C. :func:`where_to_look` says in words where each
+tracker's data is (``tracker_location``: the run's start line, the demo's closing lines) and
+:func:`sync_lines` how to upload what a tracker keeps only here (``tracker_sync``: the end of
+the run). The core names no tracker: a backend no plugin answers for is shown by its entry in
+the run handle.
 
 Commands are printed so that they run as printed from any directory: a tool that is not on
-``PATH`` (the project's virtual environment not activated) is named by its full path.
+``PATH`` (the project's virtual environment not activated) is named by its full path
+(:func:`runnable`, which plugins use for their commands).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import signal
@@ -27,10 +32,9 @@ from typing import Any, TextIO
 
 from .handle import RunHandle
 
-__all__ = ["Viewer", "plan_viewers", "runnable", "serve", "wandb_sync_command", "where_to_look"]
+__all__ = ["Viewer", "ask", "plan_viewers", "runnable", "serve", "sync_lines", "viewer_ports", "where_to_look"]
 
-#: Trackers whose viewer ``tracking-core ui`` can start, and the port each prefers.
-DEFAULT_PORTS = {"mlflow": 5000, "tensorboard": 6006}
+log = logging.getLogger("tracking_core.viewers")
 
 
 def runnable(tool: str) -> str:
@@ -46,98 +50,53 @@ def runnable(tool: str) -> str:
     return str(beside)
 
 
-def wandb_sync_command(entry: Mapping[str, Any]) -> str:
-    """The ``wandb sync`` command for an offline W&B run (every process's directory of it).
+def ask(hook: str, **kwargs: Any) -> Any:
+    """The first answer (not None) of the plugins to ``hook`` (a ``firstresult`` hook), called
+    through pluggy; what a plugin raises reaches the caller."""
+    from .plugins import get_plugin_manager
 
-    Offline, each writing process keeps its own directory under the same run id (see the W&B
-    backend); ``wandb sync`` given several directories of one run id uploads them one after
-    another in order of their start time, whatever order they are named in, so one glob that
-    matches them all is the whole instruction.
-    """
-    base = Path(str(entry.get("dir") or ".")) / "wandb"
-    return f"{runnable('wandb')} sync {base}/offline-run-*-{entry.get('id')}*"
+    return getattr(get_plugin_manager().pm.hook, hook)(**kwargs)
+
+
+def _said(hook: str, name: str, entry: Mapping[str, Any], handle: RunHandle) -> list[str] | None:
+    """A plugin's lines for backend ``name`` (``tracker_location`` / ``tracker_sync``); a plugin
+    that raises costs its own lines only, said in their place."""
+    try:
+        lines = ask(hook, backend=name, entry=entry, handle=handle)
+    except Exception as exc:  # noqa: BLE001 - one plugin's fault is its own line
+        log.debug("%s of %r raised", hook, name, exc_info=True)
+        return [f"{name}: ({hook} raised {type(exc).__name__}: {exc})"]
+    return None if lines is None else [str(line) for line in lines]
 
 
 def where_to_look(handle: RunHandle) -> list[str]:
-    """One line per tracker of the run: where its data is and the command that shows it."""
+    """One line per tracker of the run: where its data is and the command that shows it (its
+    plugin's ``tracker_location``; the entry of the run handle where no plugin answers)."""
     lines = []
     for name, entry in handle.backends.items():
-        if name == "mlflow":
-            uri = str(entry.get("tracking_uri", ""))
-            which = entry.get("run_id") or f"tagged tracking_core.run_id={handle.run_id}"
-            if uri.startswith(("http://", "https://")):
-                lines.append(f"MLflow run {which}: {_mlflow_run_url(uri, entry)}")
-            else:
-                lines.append(
-                    f"MLflow run {which} in {uri}: "
-                    f"{runnable('mlflow')} ui --backend-store-uri {uri}"
-                )
-        elif name == "tensorboard":
-            lines.append(
-                f"TensorBoard: {runnable('tensorboard')} --logdir {entry.get('logdir')}"
-            )
-        elif name == "wandb":
-            if entry.get("mode") == "offline":
-                lines.append(
-                    f"W&B offline run {entry.get('id')}: upload it with {wandb_sync_command(entry)}"
-                    f"{_on_host(handle)}"
-                )
-                lines.append(f"  {_OTHER_NODES} {wandb_sync_command({**entry, 'dir': '$TRACKING_CORE_DIR'})}")
-            else:
-                lines.append(f"W&B run {entry.get('id')} in project {entry.get('project')}")
-        elif name == "jsonl":
-            lines.append(f"jsonl: {entry.get('dir')}")
-        elif name == "swanlab":
-            lines += _swanlab_lines(entry)
-        elif name == "trackio":
-            from tracking_trackio.options import show_command
-
-            lines.append(f"trackio project {entry.get('project')}: {show_command(entry)}")
-        elif name == "console":
-            continue  # its lines were on the terminal
-        else:
-            lines.append(f"{name}: {dict(entry)}" if entry else name)
+        said = _said("tracker_location", name, entry, handle)
+        if said is None:
+            said = [f"{name}: {dict(entry)}" if entry else name]
+        lines += said
     return lines
 
 
-#: Offline W&B keeps one directory per writing process on the disk of the node it ran on.
-_OTHER_NODES = (
-    "and on every other node that ran a writer of the job, in its own tracking directory "
-    "($TRACKING_CORE_DIR there, else ./tracking-runs of the writer's working directory):"
-)
-
-
-def _on_host(handle: RunHandle) -> str:
-    """`` (on <host>)`` where the handle says which host made it."""
-    return f" (on {handle.host})" if getattr(handle, "host", "") else ""
-
-
-def _swanlab_lines(entry: Mapping[str, Any]) -> list[str]:
-    mode, log_dir = entry.get("mode"), entry.get("log_dir")
-    if mode == "online":
-        return [f"SwanLab experiment {entry.get('id')}: {entry.get('url') or entry.get('project')}"]
-    if mode == "local":
-        return [f"SwanLab (local): {runnable('swanlab')} watch {log_dir}   (needs swanlab[dashboard])"]
-    # Offline: one directory per writer, uploaded into one experiment (the plugin's rule).
-    from tracking_swanlab.options import BANNER_NOTE, sync_commands
-
-    commands = sync_commands(str(log_dir), str(entry.get("id"))) if log_dir else []
-    head = f"SwanLab offline run {entry.get('id')} in {log_dir}: upload it with"
-    tool = runnable("swanlab")
-    return [head] + [f"  {tool}{c[len('swanlab'):]}" for c in commands] + [f"  ({BANNER_NOTE})"]
-
-
-def _mlflow_run_url(base: str, entry: Mapping[str, Any]) -> str:
-    url = base.rstrip("/") + "/"
-    if entry.get("experiment_id") and entry.get("run_id"):
-        url += f"#/experiments/{entry['experiment_id']}/runs/{entry['run_id']}"
-    return url
+def sync_lines(handle: RunHandle) -> list[str]:
+    """How to upload what the run's trackers keep only on this machine (each plugin's
+    ``tracker_sync``); empty when nothing waits."""
+    lines = []
+    for name, entry in handle.backends.items():
+        lines += _said("tracker_sync", name, entry, handle) or []
+    return lines
 
 
 @dataclass
 class Viewer:
-    """One tracker's viewer: ``command`` is what to start (None: nothing to start here, the
-    ``url`` or ``note`` says where to look); ``ready`` is the URL that answers once it is up."""
+    """One tracker's viewer, as its plugin's ``tracker_viewer`` hook describes it: ``command``
+    is what to start (None: nothing to start here, the ``url`` or ``note`` says where to look),
+    with ``env`` added to the environment; ``url`` is what to open, ``ready`` the URL that
+    answers once it is up; ``note`` says what it is (``<tracker> UI on <store>``); ``warning`` is
+    said on stderr before it starts (what the plugin could not find, and what it opens instead)."""
 
     tracker: str
     url: str | None = None
@@ -145,6 +104,17 @@ class Viewer:
     ready: str | None = None
     note: str = ""
     env: dict[str, str] = field(default_factory=dict)
+    warning: str = ""
+
+
+def viewer_ports() -> dict[str, int]:
+    """Backend name -> the port its local viewer prefers, for every installed backend that
+    declares one (``viewer_port`` in its registration): ``tracking-core ui`` gets a
+    ``--<name>-port`` option for each."""
+    from .plugins import get_plugin_manager
+
+    specs = get_plugin_manager().backends
+    return {name: int(spec.viewer_port) for name, spec in specs.items() if spec.viewer_port}
 
 
 def _port_free(host: str, port: int) -> bool:
@@ -164,46 +134,14 @@ def _free_port(host: str, preferred: int, taken: set[int]) -> int:
     raise OSError(f"no free port on {host} in {preferred}..{preferred + 99}")
 
 
-def _mlflow_viewer(entry: Mapping[str, Any], host: str, port: int) -> Viewer:
-    uri = str(entry.get("tracking_uri", ""))
-    base = f"http://{host}:{port}"
-    return Viewer(
-        "mlflow",
-        url=_mlflow_run_url(base, entry),
-        command=[sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", uri,
-                 "--host", host, "--port", str(port), "--workers", "1"],
-        ready=f"{base}/health",
-        note=f"MLflow UI on {uri}",
-        env={"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"},  # no job runner: starts in seconds
-    )  # fmt: skip
-
-
-def _tensorboard_viewer(entry: Mapping[str, Any], host: str, port: int) -> Viewer:
-    logdir = str(entry.get("logdir"))
-    base = f"http://{host}:{port}"
-    return Viewer(
-        "tensorboard",
-        url=f"{base}/",
-        command=[sys.executable, "-m", "tensorboard.main", "--logdir", logdir,
-                 "--host", host, "--port", str(port)],
-        ready=f"{base}/",
-        note=f"TensorBoard on {logdir}",
-        env={"TF_CPP_MIN_LOG_LEVEL": "3"},
-    )  # fmt: skip
-
-
-def _elsewhere(name: str, entry: Mapping[str, Any], handle: RunHandle) -> Viewer:
-    """A tracker whose data is looked at without starting anything here."""
-    if name == "mlflow":
-        return Viewer(name, url=_mlflow_run_url(str(entry["tracking_uri"]), entry),
-                      note="the MLflow server's own UI")  # fmt: skip
-    if name == "wandb" and entry.get("mode") == "offline":
-        return Viewer(name, note=f"offline: upload it with {wandb_sync_command(entry)}, then open it in W&B")
-    if name == "wandb":
-        return Viewer(name, note=f"run {entry.get('id')} in W&B project {entry.get('project')}")
-    if name == "jsonl":
-        return Viewer(name, note=f"{runnable('tracking-core')} show {handle.run_dir}")
-    return Viewer(name, note=f"no viewer known; its entry in the run handle: {dict(entry)}")
+def _viewer(name: str, entry: Mapping[str, Any], handle: RunHandle, host: str, port: int | None, dry_run: bool) -> Viewer:
+    try:
+        viewer = ask("tracker_viewer", backend=name, entry=entry, handle=handle, host=host, port=port, dry_run=dry_run)
+    except Exception as exc:  # noqa: BLE001 - one plugin's fault is its own line
+        return Viewer(name, note=f"no viewer: tracker_viewer raised {type(exc).__name__}: {exc}")
+    if viewer is None:
+        return Viewer(name, note=f"no viewer known; its entry in the run handle: {dict(entry)}")
+    return viewer
 
 
 def plan_viewers(
@@ -212,24 +150,23 @@ def plan_viewers(
     host: str = "127.0.0.1",
     ports: Mapping[str, int] | None = None,
     trackers: Iterable[str] | None = None,
+    dry_run: bool = False,
 ) -> list[Viewer]:
-    """The viewer of each tracker of the run (``trackers`` limits which), with free ports picked
-    from ``ports`` (default :data:`DEFAULT_PORTS`, the next free one when taken)."""
+    """The viewer of each tracker of the run (``trackers`` limits which), each backend that
+    declares a viewer port given a free one: from ``ports[name]``, else the port it declares,
+    the next free one when taken."""
     wanted = set(trackers) if trackers else None
-    preferred = {**DEFAULT_PORTS, **(ports or {})}
+    preferred = {**viewer_ports(), **(ports or {})}
     taken: set[int] = set()
     viewers = []
     for name, entry in handle.backends.items():
         if wanted is not None and name not in wanted:
             continue
-        uri = str(entry.get("tracking_uri", ""))
-        local = {"mlflow": _mlflow_viewer, "tensorboard": _tensorboard_viewer}.get(name)
-        if local is None or uri.startswith(("http://", "https://")):
-            viewers.append(_elsewhere(name, entry, handle))
-            continue
-        port = _free_port(host, preferred[name], taken)
-        taken.add(port)
-        viewers.append(local(entry, host, port))
+        port = _free_port(host, preferred[name], taken) if preferred.get(name) else None
+        viewer = _viewer(name, entry, handle, host, port, dry_run)
+        if port is not None and viewer.command is not None:
+            taken.add(port)
+        viewers.append(viewer)
     return viewers
 
 
@@ -242,7 +179,7 @@ def _answers(url: str) -> bool:
 
 
 def _stop(procs: Sequence[subprocess.Popen[bytes]], timeout: float = 10.0) -> None:
-    """Stop each viewer's whole process group (MLflow's server starts workers of its own)."""
+    """Stop each viewer's whole process group (a viewer may start workers of its own)."""
     for proc in procs:
         if proc.poll() is None:
             try:

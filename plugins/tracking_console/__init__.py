@@ -12,6 +12,8 @@ from __future__ import annotations
 from tracking_core import HostParser, RunContext, hookimpl
 from tracking_core.registry import BackendRegistrar
 
+from .views import tracker_location  # noqa: F401 - hook implementations: what ui, show and the run's start and end say
+
 
 def target(run: RunContext) -> dict[str, str]:
     """The console has no place of its own: its lines go to the writers' stderr."""

@@ -8,14 +8,19 @@ the easiest format to analyse offline (``tracking-core show RUN``).
 
 from __future__ import annotations
 
-from tracking_core import hookimpl
+from tracking_core.plugin_api import Backend, hookimpl
+
+from .views import read_tracker, show_run_files, tracker_location, tracker_viewer  # noqa: F401 - hook implementations: what ui, show and the run's start and end say
 
 
 @hookimpl
 def register_backends(register):  # type: ignore[no-untyped-def]
     register(
-        "jsonl",
-        "tracking_jsonl.backend:JsonlBackend",
-        target="tracking_jsonl.backend:target",
-        description="JSON-lines files under the tracking directory (no dependency)",
+        Backend(
+            "jsonl",
+            "tracking_jsonl.backend:JsonlBackend",
+            target="tracking_jsonl.backend:target",
+            description="JSON-lines files under the tracking directory (no dependency)",
+            default_rank=0,  # the embedded default where no higher-ranked backend is installed
+        )
     )

@@ -19,6 +19,7 @@ from tracking_core import HostParser, hookimpl
 from tracking_core.registry import BackendRegistrar
 
 from .options import add_options as _add_options
+from .views import project_options, tracker_location, tracker_sync  # noqa: F401 - hook implementations: what ui, show and the run's start and end say
 
 
 @hookimpl

@@ -24,11 +24,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tracking_core import hookimpl
+from tracking_core.plugin_api import Backend, hookimpl
+
+from .views import read_tracker, tracker_location, tracker_viewer  # noqa: F401 - hook implementations: what ui, show and the run's start and end say
 
 if TYPE_CHECKING:
-    from tracking_core import HostParser
-    from tracking_core.registry import BackendRegistrar
+    from tracking_core.plugin_api import BackendRegistrar, HostParser
 
 #: The option and the environment variable that name the run's log directory.
 DIR_OPTION = "--tensorboard-dir"
@@ -40,12 +41,15 @@ DIR_ENV = "TENSORBOARD_DIR"
 def register_backends(register: BackendRegistrar) -> None:
     """Offer ``tensorboard``; selecting it without tensorboardX names the extra to install."""
     register(
-        "tensorboard",
-        "tracking_tensorboardx.backend:TensorBoardBackend",
-        target="tracking_tensorboardx.logdir:target",
-        requires=("tensorboardX",),
-        extra="tensorboard",
-        description="TensorBoard event files (tensorboardX), one run subdirectory per role",
+        Backend(
+            "tensorboard",
+            "tracking_tensorboardx.backend:TensorBoardBackend",
+            target="tracking_tensorboardx.logdir:target",
+            requires=("tensorboardX",),
+            extra="tensorboard",
+            description="TensorBoard event files (tensorboardX), one run subdirectory per role",
+            viewer_port=6006,  # `tracking-core ui` starts TensorBoard on the run's log directory
+        )
     )
 
 

@@ -24,6 +24,7 @@ from tracking_core import HostParser, hookimpl
 from tracking_core.registry import BackendRegistrar
 
 from .options import add_options as _add_options
+from .views import project_options, read_tracker, tracker_location, tracker_sync, tracker_viewer  # noqa: F401 - hook implementations: what ui, show and the run's start and end say
 
 
 @hookimpl

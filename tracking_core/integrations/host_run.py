@@ -26,26 +26,22 @@ log = logging.getLogger("tracking_core.integrations")
 
 __all__ = ["HostRun", "project_options"]
 
-#: Where a host's project name goes in each backend, unless the tracker's own variable is set.
-_PROJECT_OPTIONS = {
-    "mlflow_experiment": ("MLFLOW_EXPERIMENT_NAME", "MLFLOW_EXPERIMENT_ID"),
-    "wandb_project": ("WANDB_PROJECT",),
-}
-
-
-def project_options(project: str | None) -> dict[str, str]:
-    """Backend options that name the host's project: the MLflow experiment and the W&B project.
+def project_options(project: str | None) -> dict[str, Any]:
+    """Backend options that name the host's project, from every tracker plugin's
+    ``project_options`` hook (the MLflow experiment, the W&B, SwanLab and trackio project).
 
     A tracker's own environment variable (``MLFLOW_EXPERIMENT_NAME``, ``WANDB_PROJECT``) wins, as
-    it would with the host's own tracker integration, so nothing is set where one is.
+    it would with the host's own tracker integration: its plugin then sets nothing.
     """
     if not project:
         return {}
-    return {
-        dest: str(project)
-        for dest, env in _PROJECT_OPTIONS.items()
-        if not any(os.environ.get(name) for name in env)
-    }
+    from ..plugins import get_plugin_manager
+
+    out: dict[str, Any] = {}
+    for _plugin, options in get_plugin_manager().call_each("project_options", project=str(project)):
+        for dest, value in dict(options or {}).items():
+            out.setdefault(dest, value)
+    return out
 
 
 def _status(value: RunStatus | str | None) -> RunStatus | None:
