@@ -31,7 +31,7 @@ ARGS_ATTR = "tracking_run"
 HANDLE_FILE = "handle.json"
 
 
-EXAMPLE = '{"run_id": "20261201-101500-1a2b3c", "name": "...", "tracking_dir": "/abs/tracking-runs", "host": "node0", "backends": {"mlflow": {...}}}'
+EXAMPLE = '{"run_id": "20261201-101500-1a2b3c", "name": "...", "tracking_dir": "/abs/tracking-runs", "host": "node0", "backends": {"<tracker>": {...}}}'
 
 
 @dataclass

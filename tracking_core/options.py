@@ -103,8 +103,8 @@ def _add_options(host: HostParser) -> HostParser:
         "--tracking-backends",
         default=None,
         help=(
-            "Comma-separated trackers to log to (e.g. wandb,mlflow). "
-            f"Default: ${BACKENDS_ENV}, then the host's switches, then the embedded MLflow store."
+            "Comma-separated trackers to log to (`tracking-core plugins` lists them). "
+            f"Default: ${BACKENDS_ENV}, then the host's switches, then the default tracker."
         ),
     )
     host.add_argument(

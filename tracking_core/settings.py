@@ -26,16 +26,15 @@ TRACE_PLUGINS = "TRACKING_CORE_TRACE_PLUGINS"
 SECRET_PATTERNS = "TRACKING_CORE_SECRET_PATTERNS"
 SECRET_KEYS = "TRACKING_CORE_SECRET_KEYS"
 ALLOW_KEYS = "TRACKING_CORE_ALLOW_KEYS"
-SLIME = "TRACKING_CORE_SLIME"
 REDACT_TEXT = "TRACKING_CORE_REDACT_TEXT"
-VERL = "TRACKING_CORE_VERL"
 CONSOLE_INTERVAL = "TRACKING_CORE_CONSOLE_INTERVAL"
 WRITER_HEARTBEAT = "TRACKING_CORE_WRITER_HEARTBEAT"
 SYSTEM_METRICS = "TRACKING_CORE_SYSTEM_METRICS"
 QUIET = "TRACKING_CORE_QUIET"
 
-#: name -> what it does, for the README's table and ``tracking-core --help``.
-ALL = {
+#: name -> what it does, for ``tracking-core --help`` and the settings table of the docs
+#: (:data:`ALL` adds each installed host adapter's variable).
+CORE = {
     BACKENDS: "trackers to log to, comma-separated (like --tracking-backends)",
     DIR: "where local run data goes (like --tracking-dir; default ./tracking-runs)",
     KEY_STYLE: "config key style: default or slime (like --tracking-key-style)",
@@ -52,13 +51,32 @@ ALL = {
     SECRET_KEYS: "extra key names to treat as secrets",
     ALLOW_KEYS: "key names never to treat as secrets",
     REDACT_TEXT: "0: do not redact secret-shaped strings in table cells and texts (default 1)",
-    VERL: "1: route verl's Tracking through tracking-core in every process (set by verl_integration.install)",
     CONSOLE_INTERVAL: "seconds between the console backend's views (like --console-interval; default 5)",
     WRITER_HEARTBEAT: "seconds between a writer's published states while it writes (default 5; 0: none between its start and end)",
-    SLIME: "1: put the slime drop-ins in place in every process (set by slime_integration.install)",
     SYSTEM_METRICS: "1/0 or seconds: one process per node samples CPU, memory, disk, network and GPUs (like --tracking-system-metrics; default off, every 10 s when on)",
     QUIET: "1: the primary does not say where the run goes when it starts, nor its summary when everything arrived (like --tracking-quiet; an incomplete delivery is still said)",
 }
+
+
+
+def host_settings() -> dict[str, str]:
+    """The variable of each installed host adapter (``TRACKING_CORE_<HOST>``, from the
+    ``tracking_core.hosts`` entry points), with what it does."""
+    from .integrations.import_hook import host_variable, installed_hosts
+
+    return {
+        host_variable(host): f"1: route {host}'s tracking through tracking-core in every process (set by {module})"
+        for host, module in installed_hosts().items()
+    }
+
+
+def __getattr__(name: str) -> dict[str, str]:
+    # ``ALL``: every setting, name -> what it does; the hosts' read from their entry points
+    # when asked (not at import: reading entry points costs tens of milliseconds).
+    if name == "ALL":
+        return {**CORE, **host_settings()}
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 DEFAULT_EXIT_TIMEOUT = 30.0
 DEFAULT_SEGMENT_BYTES = 8 << 20

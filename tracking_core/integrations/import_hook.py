@@ -10,13 +10,16 @@ process:
    When one of the host's modules it knows (``patchers``) is imported, the finder lets the normal
    loader run it and then calls that module's patcher, *before* any other module can import from
    it. Modules already imported when :meth:`~HostHook.activate` runs are patched on the spot.
-2. **Inheritance.** :meth:`HostHook.export` sets the host's variable (``TRACKING_CORE_SLIME=1``,
-   ``TRACKING_CORE_VERL=1``) and puts the directory of a tiny ``sitecustomize`` shipped with
+2. **Inheritance.** :meth:`HostHook.export` sets the host's variable (``TRACKING_CORE_<HOST>=1``,
+   :func:`host_variable`) and puts the directory of a tiny ``sitecustomize`` shipped with
    tracking-core (:data:`BOOTSTRAP_DIR`) at the front of ``PYTHONPATH``. Python imports
    ``sitecustomize`` at start-up, so every child interpreter that inherits the environment
    (subprocesses, torchrun ranks, the workers of a Ray instance started afterwards) runs it; it
-   activates the hook of each host whose variable is set (:data:`HOST_VARIABLES`), then hands over to the
-   next ``sitecustomize`` on the path, as Python would have run it. This is how
+   activates the hook of each host whose variable is set, then hands over to the
+   next ``sitecustomize`` on the path, as Python would have run it. The hosts are the entry
+   points of the :data:`HOSTS_GROUP` group (``<host> = "<module with activate()>"``; the adapters
+   shipped with tracking-core declare theirs in its ``pyproject.toml``), read only in a process
+   where a ``TRACKING_CORE_*`` variable is set. This is how
    ``opentelemetry-instrument`` and ``ddtrace-run`` reach every process; it needs no file written
    outside the package and does nothing in interpreters that lack the variables.
 3. **Ray clusters that do not inherit the driver's environment** (nodes started with ``ray start``,
@@ -39,6 +42,7 @@ import importlib.abc
 import importlib.machinery
 import json
 import os
+import re
 import sys
 import threading
 import types
@@ -48,14 +52,39 @@ from typing import Any
 
 #: Where the ``sitecustomize`` that activates child interpreters lives.
 BOOTSTRAP_DIR = Path(__file__).resolve().parent / "_bootstrap"
-#: Each host's variable (the bootstrap's own table says which ``activate`` each one calls).
-HOST_VARIABLES: tuple[str, ...] = ("TRACKING_CORE_SLIME", "TRACKING_CORE_VERL")
+#: The entry-point group of the host adapters: ``<host> = "<module>"``, the module's
+#: ``activate()`` installs the host's import hook (the bootstrap ``sitecustomize`` reads it too).
+HOSTS_GROUP = "tracking_core.hosts"
+#: A host's variable is this prefix and its entry point's name in capitals (:func:`host_variable`).
+VARIABLE_PREFIX = "TRACKING_CORE_"
 
 Patcher = Callable[[types.ModuleType], bool]
 
 
 def truthy(value: str | None) -> bool:
     return (value or "").strip().lower() not in ("", "0", "false", "no", "off")
+
+
+def host_variable(host: str) -> str:
+    """The variable that asks for ``host``'s import hook in a process: ``TRACKING_CORE_<HOST>``
+    (``slime``: ``TRACKING_CORE_SLIME``; characters other than letters and digits become ``_``)."""
+    return VARIABLE_PREFIX + re.sub(r"[^A-Za-z0-9]", "_", host).upper()
+
+
+def installed_hosts() -> dict[str, str]:
+    """Every installed host adapter, host name -> its module (the :data:`HOSTS_GROUP` entry
+    points; the first of a name wins, as for plugins)."""
+    from importlib import metadata
+
+    hosts: dict[str, str] = {}
+    for ep in metadata.entry_points(group=HOSTS_GROUP):
+        hosts.setdefault(ep.name, ep.value)
+    return hosts
+
+
+def host_variables() -> tuple[str, ...]:
+    """The variable of each installed host adapter."""
+    return tuple(host_variable(host) for host in installed_hosts())
 
 
 def bootstrap_dir() -> Path:
@@ -200,7 +229,7 @@ class HostHook:
         """Remove the host's variable, and the bootstrap from ``PYTHONPATH`` unless another
         host's variable still needs it."""
         os.environ.pop(self.env_var, None)
-        if any(truthy(os.environ.get(var)) for var in HOST_VARIABLES):
+        if any(truthy(os.environ.get(var)) for var in host_variables() if var != self.env_var):
             return
         entry = str(BOOTSTRAP_DIR)
         rest = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p != entry]
