@@ -8,7 +8,7 @@
 * :mod:`.follower` — delivers one journal to all its backends; the same in every mode;
 * :mod:`.plan` — what a follower needs, as plain data;
 * :mod:`.modes`, :mod:`.client`, :mod:`.process` — the follower in a delivery process or on a
-  thread;
+  thread; :mod:`.messages` — what crosses their pipes, as types;
 * :mod:`.sync` — ``tracking-core sync`` and a finishing primary's wait for its peers;
 * :mod:`.isolation` — ``tracking-core sync``'s delivery of each tracker in a process of its own.
 """

@@ -50,11 +50,29 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
 
 from ..config.secrets import redact_argv
 from .failures import extra_of
+from .messages import (
+    Call,
+    Done,
+    Drain,
+    Event,
+    Exited,
+    Feed,
+    Finish,
+    Log,
+    Opened,
+    Ready,
+    Report,
+    Start,
+    Started,
+    decode_event,
+    line,
+)
 from .modes import Delivery
 from .plan import Plan
 from .stream import Message
@@ -79,6 +97,16 @@ SELF_INFLICTED = frozenset(
 )
 
 
+@dataclass
+class _Waiting:
+    """A request sent to the delivery process, until its answer comes (or its time is up)."""
+
+    request: Drain | Finish
+    deadline: float | None
+    answered: threading.Event = field(default_factory=threading.Event)
+    answer: Done | None = None
+
+
 class ProcessDelivery:
     def __init__(self, plan: Plan, on_opened: Callable[[str, Any], None], fallback: Callable[[], Delivery]) -> None:
         self.plan = plan
@@ -86,7 +114,7 @@ class ProcessDelivery:
         self._fallback = fallback
         self._local: Delivery | None = None
         self._ids = itertools.count(1)
-        self._waiting: dict[int, tuple[threading.Event, dict[str, Any], dict[str, Any], float | None]] = {}
+        self._waiting: dict[int, _Waiting] = {}
         self._lock = threading.Lock()
         self._report: dict[str, Any] = {}
         self._done = False
@@ -109,14 +137,14 @@ class ProcessDelivery:
         log_fd, self.log_path = (None, None) if self.plan.terminal else _open_log(self.plan)
         # The delivery process watches this process through it (see the module docstring).
         training_fd = _own_pidfd()
-        first = {
-            "crash_fd": self._crash_fd,
-            "training": {"pid": os.getpid(), "pidfd": training_fd},
-            "plan": json.loads(self.plan.to_json()),
-            "log_level": logging.getLogger("tracking_core").getEffectiveLevel(),
+        first = Start(
+            plan=json.loads(self.plan.to_json()),
+            log_level=logging.getLogger("tracking_core").getEffectiveLevel(),
             # The command line crosses redacted: the trackers there record it (W&B, SwanLab).
-            "argv": redact_argv(getattr(sys, "argv", None) or []),
-        }
+            argv=redact_argv(getattr(sys, "argv", None) or []),
+            crash_fd=self._crash_fd,
+            training={"pid": os.getpid(), "pidfd": training_fd},
+        )
         try:
             proc = subprocess.Popen(
                 [sys.executable, "-I", "-S", KEEPER, sys.executable, "-m", "tracking_core.delivery.process"],
@@ -138,15 +166,15 @@ class ProcessDelivery:
         self._closed = threading.Event()  # set when the child and its keeper are gone
         self._inside: dict[str, tuple[str, int]] = {}  # tracker -> the call it is in, its thread
         self._outbox: queue.Queue[bytes | None] = queue.Queue()
-        self._outbox.put(_line(first))
+        self._outbox.put(line(first))
         threading.Thread(target=self._send_loop, args=(proc.stdin, self._outbox), name="tracking-core-delivery-send", daemon=True).start()
         threading.Thread(target=self._read_loop, args=(proc, self._closed), name="tracking-core-delivery-read", daemon=True).start()
 
-    def _send(self, obj: dict[str, Any]) -> None:
+    def _send(self, request: Feed | Drain | Finish) -> None:
         if self._outbox.qsize() >= MAX_OUTBOX:
             self.dropped += 1
             return
-        self._outbox.put(_line(obj))
+        self._outbox.put(line(request))
 
     @staticmethod
     def _send_loop(stream: IO[bytes], outbox: queue.Queue[bytes | None]) -> None:
@@ -172,14 +200,14 @@ class ProcessDelivery:
         # sends; None when neither says (the keeper killed: a death from outside).
         code: int | None = proc.poll() or None
         keeper: int | None = None
-        for line in proc.stdout:
+        for raw in proc.stdout:
             try:
-                event = json.loads(line)
-                if event.get("ev") == "exited":
-                    code = int(event["code"])
+                event = decode_event(json.loads(raw))
+                if isinstance(event, Exited):
+                    code = event.code
                     continue
-                if event.get("ev") == "started":
-                    keeper = int(event["keeper"])
+                if isinstance(event, Started):
+                    keeper = event.keeper
                 self._on_event(event)
             except Exception:  # noqa: BLE001 - a bad line must not end the reader
                 log.exception("tracking-core could not read a message of its delivery process")
@@ -187,37 +215,34 @@ class ProcessDelivery:
         _reap_if_ours(keeper)
         self._ended(code)
 
-    def _on_event(self, event: dict[str, Any]) -> None:
-        kind = event.get("ev")
-        if kind == "report":
-            self._report = event["report"]
-        elif kind == "done":
+    def _on_event(self, event: Event | None) -> None:
+        if isinstance(event, Report):
+            self._report = event.report
+        elif isinstance(event, Done):
             with self._lock:
-                waiting = self._waiting.pop(int(event["id"]), None)
+                waiting = self._waiting.pop(event.id, None)
             if waiting is not None:
-                done, reply, op, _ = waiting
-                if op["op"] == "finish":
+                if isinstance(waiting.request, Finish):
                     self._done = True  # the child exits now: that is no death to recover from
-                reply.update(event)
-                self._report = event.get("report") or self._report
-                done.set()
-        elif kind == "opened":
-            name, result = event["b"], event.get("result")
+                waiting.answer = event
+                self._report = event.report or self._report
+                waiting.answered.set()
+        elif isinstance(event, Opened):
             for backend in self.plan.backends:
-                if backend.name == name:
-                    backend.action, backend.entry = "attach", dict(result or {})
-            self._on_opened(name, result)
-        elif kind == "call":
-            if event.get("h"):
-                self._inside[str(event["b"])] = (str(event["h"]), int(event.get("t") or 0))
+                if backend.name == event.backend:
+                    backend.action, backend.entry = "attach", dict(event.result or {})
+            self._on_opened(event.backend, event.result)
+        elif isinstance(event, Call):
+            if event.hook:
+                self._inside[event.backend] = (event.hook, event.thread)
             else:
-                self._inside.pop(str(event["b"]), None)
-        elif kind == "log":
-            logging.getLogger(event["name"]).log(int(event["level"]), "%s", event["msg"], extra=extra_of(event))
-        elif kind == "ready":
+                self._inside.pop(event.backend, None)
+        elif isinstance(event, Log):
+            logging.getLogger(event.name).log(event.level, "%s", event.msg, extra=extra_of(event.wire()))
+        elif isinstance(event, Ready):
             self._ready = True
-        elif kind == "started":
-            self.pid = int(event["pid"])
+        elif isinstance(event, Started):
+            self.pid = event.pid
 
     def _ended(self, code: int | None) -> None:
         if self._done:
@@ -271,8 +296,8 @@ class ProcessDelivery:
         with self._lock:
             waiting = list(self._waiting.values())
             self._waiting.clear()
-        for done, _, _, _ in waiting:
-            done.set()
+        for pending in waiting:
+            pending.answered.set()
 
     def _culprits(self, code: int | None) -> dict[str, str]:
         """The tracker whose code crashed the child: the one in a call on the thread the fatal
@@ -321,66 +346,67 @@ class ProcessDelivery:
         """Requests the dead child did not answer go to its successor, with the time left."""
         with self._lock:
             waiting = list(self._waiting.items())
-        for request_id, (done, reply, op, deadline) in waiting:
+        for request_id, pending in waiting:
             if self._local is not None:
                 with self._lock:
                     self._waiting.pop(request_id, None)
-                threading.Thread(target=self._answer_locally, args=(op, deadline, done, reply), daemon=True).start()
+                threading.Thread(target=self._answer_locally, args=(pending,), daemon=True).start()
                 continue
-            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-            self._send({**op, "timeout": remaining})
+            remaining = None if pending.deadline is None else max(0.0, pending.deadline - time.monotonic())
+            self._send(replace(pending.request, timeout=remaining))
 
-    def _answer_locally(self, op: dict[str, Any], deadline: float | None, done: threading.Event, reply: dict[str, Any]) -> None:
+    def _answer_locally(self, pending: _Waiting) -> None:
         assert self._local is not None
+        request, deadline = pending.request, pending.deadline
         remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-        if op["op"] == "finish":
-            report = self._local.finish(int(op["end"]), remaining or 0.0)
-            reply.update(ok=not report["outstanding"], report=report)
+        if isinstance(request, Finish):
+            report = self._local.finish(request.end, remaining or 0.0)
+            pending.answer = Done(request.id, not report["outstanding"], report)
         else:
-            reply.update(ok=self._local.drain(int(op["target"]), remaining))
-        done.set()
+            pending.answer = Done(request.id, self._local.drain(request.target, remaining))
+        pending.answered.set()
 
     # -- the Delivery interface ---------------------------------------------------------------
     def feed(self, message: Message) -> None:
         if self._local is not None:
             self._local.feed(message)
         else:
-            self._send({"op": "feed", "msg": list(message)})
+            self._send(Feed(message))
 
     def wake(self) -> None:
         if self._local is not None:
             self._local.wake()
 
-    def _request(self, op: dict[str, Any], timeout: float | None) -> dict[str, Any]:
+    def _request(self, request: Drain | Finish) -> Done | None:
+        """Send ``request`` and wait for its answer (None: none came in time)."""
         if self._done and self._local is None:
-            return {}  # no delivery process any more: what is left waits for sync
-        deadline = None if timeout is None else time.monotonic() + timeout
-        done = threading.Event()
-        reply: dict[str, Any] = {}
-        op = {**op, "id": next(self._ids), "timeout": timeout}
+            return None  # no delivery process any more: what is left waits for sync
+        timeout = request.timeout
+        pending = _Waiting(request, None if timeout is None else time.monotonic() + timeout)
         if self._local is not None:
-            self._answer_locally(op, deadline, done, reply)
-            return reply
+            self._answer_locally(pending)
+            return pending.answer
         with self._lock:
-            self._waiting[op["id"]] = (done, reply, op, deadline)
-        self._send(op)
-        done.wait(None if timeout is None else timeout + REPLY_GRACE)
+            self._waiting[request.id] = pending
+        self._send(request)
+        pending.answered.wait(None if timeout is None else timeout + REPLY_GRACE)
         with self._lock:
-            self._waiting.pop(op["id"], None)
-        return reply
+            self._waiting.pop(request.id, None)
+        return pending.answer
 
     def drain(self, target_n: int, timeout: float | None) -> bool:
-        return bool(self._request({"op": "drain", "target": target_n}, timeout).get("ok"))
+        answer = self._request(Drain(next(self._ids), target_n, timeout))
+        return answer is not None and answer.ok
 
     def finish(self, end_n: int, timeout: float) -> dict[str, Any]:
         # The child answers within its own bound, leaving time for the answer to arrive.
-        reply = self._request({"op": "finish", "end": end_n}, max(0.0, timeout - FINISH_MARGIN))
+        answer = self._request(Finish(next(self._ids), end_n, max(0.0, timeout - FINISH_MARGIN)))
         self._done = True
-        report = reply.get("report")
+        report = answer.report if answer is not None else None
         if report is None:  # no answer in time: what the child said last, and that it is not done
             report = {**self._report, "outstanding": {"*": "no answer from the delivery process in time"}}
         self._outbox.put(None)  # close the child's stdin once everything before is sent
-        if self._local is None and reply and self._closed.wait(FINISH_MARGIN):
+        if self._local is None and answer is not None and self._closed.wait(FINISH_MARGIN):
             _drop_if_empty(self.log_path)  # else it ends by itself; nothing of ours waits for it
         # This side's own counters, for the finish summary.
         return {**report, "dropped": self.dropped, "restarts": self.restarts}
@@ -511,8 +537,3 @@ def describe_exit(code: int | None) -> str:
         except ValueError:
             return f"signal {-code}"
     return f"exit code {code}"
-
-
-def _line(obj: dict[str, Any]) -> bytes:
-    return (json.dumps(obj, default=str) + "\n").encode()
-

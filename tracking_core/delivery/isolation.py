@@ -20,7 +20,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -29,10 +29,14 @@ from .client import describe_exit
 from .failures import extra_of
 from .follower import end_of, retire
 from .journal import Acks
+from .messages import Call, Done, Event, Log, Opened, Progressed, Replay, Start, decode_event, line
 from .plan import BackendPlan, Plan
 from .progress import Progress
 
 log = logging.getLogger("tracking_core.sync")
+
+#: What a reader puts in the queue when its process's output ends.
+_ENDED = None
 
 #: Kept of the time left for a delivery process to answer and exit after its own deadline,
 #: and allowed beyond the deadline before one that did not is killed.
@@ -79,7 +83,7 @@ def replay_apart(
     end = end_of(folder, "KILLED")  # the writer died before journaling its end: done once, here
     acks = Acks(folder, names)
     timeout = max(0.0, deadline - time.monotonic() - MARGIN)
-    events: queue.Queue[tuple[str, dict[str, Any] | None]] = queue.Queue()
+    events: queue.Queue[tuple[str, Event | None]] = queue.Queue()
     children = {plan.name: _start(folder, plan, prefix, lock_fd, timeout, events) for plan in plans}
     outcomes = {name: Outcome(name) for name in children}
     running = set(children)
@@ -91,7 +95,7 @@ def replay_apart(
             name, event = events.get(timeout=wait)
         except queue.Empty:
             break
-        if event is None:
+        if event is _ENDED:
             running.discard(name)
             outcomes[name].code = _exit_code(children[name])
             continue
@@ -110,22 +114,21 @@ def replay_apart(
 
 
 def _on_event(
-    name: str, event: Mapping[str, Any], acks: Acks, outcome: Outcome, on_opened: Callable[[str, Any], None]
+    name: str, event: Event | None, acks: Acks, outcome: Outcome, on_opened: Callable[[str, Any], None]
 ) -> None:
-    kind = event.get("ev")
-    if kind == "acks":
-        for backend, progress in dict(event["acks"]).items():
+    if isinstance(event, Progressed):
+        for backend, progress in event.acks.items():
             if backend == name:
                 acks.update(name, **{k: progress[k] for k in ("n", "delivered", "rejected", "owed") if k in progress})
         acks.save()
-    elif kind == "call":
-        outcome.inside = event.get("h") or None
-    elif kind == "done":
-        outcome.report = dict(event.get("report") or {})
-    elif kind == "opened":
-        on_opened(name, event.get("result"))
-    elif kind == "log":
-        logging.getLogger(str(event["name"])).log(int(event["level"]), "%s", event["msg"], extra=extra_of(event))
+    elif isinstance(event, Call):
+        outcome.inside = event.hook
+    elif isinstance(event, Done):
+        outcome.report = dict(event.report or {})
+    elif isinstance(event, Opened):
+        on_opened(name, event.result)
+    elif isinstance(event, Log):
+        logging.getLogger(event.name).log(event.level, "%s", event.msg, extra=extra_of(event.wire()))
 
 
 def _start(
@@ -134,7 +137,7 @@ def _start(
     prefix: str,
     lock_fd: int,
     timeout: float,
-    events: queue.Queue[tuple[str, dict[str, Any] | None]],
+    events: queue.Queue[tuple[str, Event | None]],
 ) -> subprocess.Popen[bytes]:
     whole = Plan(folder=str(folder), prefix=prefix, backends=[plan], poll=0.2, exit_timeout=timeout, replay=True)
     env = dict(os.environ)
@@ -147,14 +150,14 @@ def _start(
         pass_fds=(lock_fd,),  # the lock stays held while any of them still delivers
     )
     assert proc.stdin is not None and proc.stdout is not None
-    first = {
-        "plan": json.loads(whole.to_json()),
-        "log_level": logging.getLogger("tracking_core").getEffectiveLevel(),
-        "argv": ["tracking-core", "sync"],
-        "lock_fd": lock_fd,
-    }
+    first = Start(
+        plan=json.loads(whole.to_json()),
+        log_level=logging.getLogger("tracking_core").getEffectiveLevel(),
+        argv=["tracking-core", "sync"],
+        lock_fd=lock_fd,
+    )
     try:
-        proc.stdin.write(_line(first) + _line({"op": "replay", "id": 1, "timeout": timeout}))
+        proc.stdin.write(line(first) + line(Replay(1, timeout)))
         proc.stdin.flush()  # stdin stays open: the process stops when this one is gone
     except OSError:
         pass  # it died at once: its end is read below
@@ -162,13 +165,15 @@ def _start(
     return proc
 
 
-def _read(name: str, stream: IO[bytes], events: queue.Queue[tuple[str, dict[str, Any] | None]]) -> None:
-    for line in stream:
+def _read(name: str, stream: IO[bytes], events: queue.Queue[tuple[str, Event | None]]) -> None:
+    for raw in stream:
         try:
-            events.put((name, json.loads(line)))
-        except ValueError:
+            event = decode_event(json.loads(raw))
+        except (ValueError, KeyError, TypeError):
             continue
-    events.put((name, None))
+        if event is not None:
+            events.put((name, event))
+    events.put((name, _ENDED))
 
 
 def _exit_code(proc: subprocess.Popen[bytes]) -> int | None:
@@ -176,7 +181,3 @@ def _exit_code(proc: subprocess.Popen[bytes]) -> int | None:
         return proc.wait(5)
     except subprocess.TimeoutExpired:
         return None
-
-
-def _line(obj: Mapping[str, Any]) -> bytes:
-    return (json.dumps(obj, default=str) + "\n").encode()

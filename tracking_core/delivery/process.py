@@ -2,7 +2,8 @@
 
 Started by :class:`tracking_core.delivery.client.ProcessDelivery` as ``python -m
 tracking_core.delivery.process``. Its stdin carries the plan (first line), then ``feed``,
-``drain``, ``finish`` and ``stop`` requests, one JSON object per line; its original stdout
+``drain``, ``finish`` and ``stop`` requests, one JSON object per line (the types and their wire
+form: :mod:`.messages`); its original stdout
 carries events back (``ready``, ``opened``, ``report``, ``done``, ``log``, and ``call``: which
 backend's code runs now and on which thread, sent before and after each call into a tracker; and
 a fatal signal's report (:mod:`faulthandler`) goes to the file ``crash_fd`` the first line names, so
@@ -40,7 +41,6 @@ import sys
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import asdict
 from pathlib import Path
 from typing import IO, Any
 
@@ -50,6 +50,25 @@ from .client import log_path
 from .failures import FAILURE
 from .follower import Follower
 from .journal import WRITER_LOCK, Acks, held
+from .messages import (
+    Call,
+    Done,
+    Drain,
+    Event,
+    Feed,
+    Finish,
+    Log,
+    Opened,
+    Progressed,
+    Ready,
+    Replay,
+    Report,
+    Request,
+    Start,
+    Stop,
+    decode_request,
+    line,
+)
 from .plan import Plan
 
 log = logging.getLogger("tracking_core.delivery")
@@ -62,9 +81,9 @@ class Channel:
         self._stream = stream
         self._lock = threading.Lock()
 
-    def send(self, obj: Mapping[str, Any]) -> bool:
+    def send(self, event: Event) -> bool:
         """False when the training process is gone (the journal keeps everything)."""
-        data = (json.dumps(obj, default=str) + "\n").encode()
+        data = line(event)
         with self._lock:
             try:
                 self._stream.write(data)
@@ -85,10 +104,10 @@ class RelayedAcks(Acks):
 
     def save(self) -> bool:
         with self._lock:
-            data = {name: asdict(p) for name, p in self.progress.items()}
+            data = {name: p.to_dict() for name, p in self.progress.items()}
         if data != self._sent:
             self._sent = data
-            self.channel.send({"ev": "acks", "acks": data})
+            self.channel.send(Progressed(data))
         return True
 
 
@@ -105,9 +124,8 @@ class ForwardLogs(logging.Handler):
             msg = record.getMessage()
             if record.exc_info:
                 msg += "\n" + logging.Formatter().formatException(record.exc_info)
-            event = {"ev": "log", "name": record.name, "level": record.levelno, "msg": msg}
-            if isinstance(getattr(record, FAILURE, None), dict):
-                event["failure"] = getattr(record, FAILURE)  # the receiver collapses repeats too
+            failure = getattr(record, FAILURE, None)  # the receiver collapses repeats too
+            event = Log(record.name, record.levelno, msg, failure if isinstance(failure, dict) else None)
             if not self.channel.send(event):
                 sys.stderr.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {record.levelname} {record.name}: {msg}\n")
                 sys.stderr.flush()
@@ -158,33 +176,30 @@ class Child:
         self.finishing = threading.Event()
         self._last: Any = None
 
-    def handle(self, op: Mapping[str, Any]) -> None:
-        kind = op.get("op")
-        if kind == "feed":
-            message = op["msg"]
-            self.follower.feed((message[0], message[1]))
-        elif kind in ("drain", "finish", "replay"):
-            if kind != "drain":
+    def handle(self, request: Request | None) -> None:
+        if isinstance(request, Feed):
+            self.follower.feed(request.message)
+        elif isinstance(request, (Drain, Finish, Replay)):
+            if not isinstance(request, Drain):
                 self.finishing.set()
-            threading.Thread(target=self._answer, args=(op,), daemon=True).start()
-        elif kind == "stop":
+            threading.Thread(target=self._answer, args=(request,), daemon=True).start()
+        elif isinstance(request, Stop):
             self.follower.stop()
             os._exit(0)
 
-    def _answer(self, op: Mapping[str, Any]) -> None:
-        timeout = op.get("timeout")
-        timeout = None if timeout is None else float(timeout)
-        if op["op"] == "drain":
-            ok = self.follower.drain(int(op["target"]), timeout)
-            self.channel.send({"ev": "done", "id": op["id"], "ok": ok, "report": self.follower.report()})
+    def _answer(self, request: Drain | Finish | Replay) -> None:
+        timeout = request.timeout
+        if isinstance(request, Drain):
+            ok = self.follower.drain(request.target, timeout)
+            self.channel.send(Done(request.id, ok, self.follower.report()))
             return
-        end = self.follower.replay_end() if op["op"] == "replay" else int(op["end"])
-        if op["op"] == "finish" and self.training.gone():
+        end = self.follower.replay_end() if isinstance(request, Replay) else request.end
+        if isinstance(request, Finish) and self.training.gone():
             # Read after the training process gave up waiting (this process was stopped): no
             # one waits on its bound any more; the rest is delivered as an orphan's would be.
             timeout = max(timeout or 0.0, self.plan.exit_timeout)
         report = self.follower.finish(end, timeout or 0.0)
-        self.channel.send({"ev": "done", "id": op["id"], "ok": not report["outstanding"], "report": report})
+        self.channel.send(Done(request.id, not report["outstanding"], report))
         _drop_own_log(self.plan)
         os._exit(0)
 
@@ -192,7 +207,7 @@ class Child:
         report = self.follower.report()
         if report != self._last:
             self._last = report
-            self.channel.send({"ev": "report", "report": report})
+            self.channel.send(Report(report))
 
     def orphaned(self) -> None:
         """The training process is gone without finishing: deliver the rest, bounded."""
@@ -216,9 +231,9 @@ class Child:
 
 
 def _requests(stream: IO[bytes], child: Child, gone: threading.Event) -> None:
-    for line in stream:
+    for raw in stream:
         try:
-            child.handle(json.loads(line))
+            child.handle(decode_request(json.loads(raw)))
         except Exception:  # noqa: BLE001 - a bad request must not end delivery
             log.exception("tracking-core's delivery process got a request it could not read")
     gone.set()
@@ -231,34 +246,34 @@ def main() -> None:
     channel = Channel(events)
     stdin = sys.stdin.buffer
     try:
-        first = json.loads(stdin.readline())
-        plan = Plan.from_dict(first["plan"])
+        first = Start.decode(json.loads(stdin.readline()))
+        plan = Plan.from_dict(first.plan)
     except Exception as exc:  # noqa: BLE001
         print(f"tracking-core delivery process: unreadable plan ({exc})", file=sys.stderr)
         os._exit(2)
-    sys.argv = list(first.get("argv") or ["tracking-core"])
-    if first.get("crash_fd") is not None:
+    sys.argv = list(first.argv)
+    if first.crash_fd is not None:
         try:
-            faulthandler.enable(file=int(first["crash_fd"]), all_threads=True)
+            faulthandler.enable(file=int(first.crash_fd), all_threads=True)
         except (OSError, ValueError):
             pass  # a crash is then charged to every tracker inside a call
     root = logging.getLogger()
-    root.setLevel(int(first.get("log_level", logging.WARNING)))
+    root.setLevel(first.log_level)
     root.addHandler(ForwardLogs(channel))
     logging.captureWarnings(True)  # a tracker's Python warnings reach the training process too
     # Trackers' HTTP clients warn on every retry; the worker reports each failure kind once.
     logging.getLogger("urllib3").setLevel(logging.ERROR)
-    training = Training(first.get("training"))
+    training = Training(first.training)
 
     def opened(name: str, result: Any) -> None:
-        channel.send({"ev": "opened", "b": name, "result": result})
+        channel.send(Opened(name, result))
 
     def calling(name: str, hook: str | None) -> None:
-        channel.send({"ev": "call", "b": name, "h": hook, "t": threading.get_ident()})
+        channel.send(Call(name, hook, threading.get_ident()))
 
     try:
         acks = RelayedAcks(Path(plan.folder), [b.name for b in plan.backends], channel) if plan.replay and plan.folder else None
-        lock_fd = first.get("lock_fd") if plan.replay else None
+        lock_fd = first.lock_fd if plan.replay else None
         follower = plan.follower(
             get_plugin_manager(), opened, lock_timeout=5.0, lock_fd=lock_fd, acks=acks, on_call=calling
         )
@@ -266,7 +281,7 @@ def main() -> None:
         log.exception("tracking-core's delivery process could not start")
         os._exit(1)
     follower.start()
-    channel.send({"ev": "ready", "pid": os.getpid()})
+    channel.send(Ready(os.getpid()))
     child = Child(plan, follower, channel, training)
     gone = threading.Event()
     threading.Thread(target=_requests, args=(stdin, child, gone), daemon=True).start()
