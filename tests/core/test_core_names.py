@@ -67,18 +67,6 @@ TEMPORARY_ALLOWED = {
 }
 
 
-#: TEMPORARY: modules whose tracker names are being moved behind the tracker hooks (the
-#: viewer of ``ui``, the read-back of ``show``, sync and where-to-look lines, a host's project
-#: name, the default tracker); not read until that lands. Shrink it, never grow it.
-TEMPORARY_FILES = {
-    "tracking_core/viewers.py",
-    "tracking_core/readback.py",
-    "tracking_core/selection.py",
-    "tracking_core/integrations/host_run.py",
-    "tracking_core/cli.py",
-}
-
-
 def _docstrings(tree: ast.AST) -> set[int]:
     found = set()
     for node in ast.walk(tree):
@@ -134,7 +122,7 @@ def _modules() -> list[tuple[str, ast.AST]]:
 def names_in_core(allowed: set[tuple[str, str]]) -> list[str]:
     found = []
     for path, tree in _modules():
-        if path in EXEMPT_FILES or path in TEMPORARY_FILES:
+        if path in EXEMPT_FILES:
             continue
         for line, text in texts(tree):
             if NAMES.search(text) and (path, text) not in allowed:
@@ -151,7 +139,6 @@ def test_the_core_imports_no_plugin_and_no_adapter() -> None:
     found = [
         f"{path}:{line}: {module}"
         for path, tree in _modules()
-        if path not in TEMPORARY_FILES
         for line, module in imported(tree)
         if ADAPTERS.match(module)
     ]
