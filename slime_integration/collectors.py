@@ -31,8 +31,7 @@ from typing import Any
 
 from tracking_collectors.system import megatron_layout
 
-from tracking_core import hookimpl
-from tracking_core.handle import ARGS_ATTR
+from tracking_core.plugin_api import ARGS_ATTR, hookimpl
 
 from .role_args import SUPPORTED_ROLES, resolve_role_args
 

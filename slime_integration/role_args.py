@@ -46,7 +46,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from tracking_core.errors import TrackingError
+from tracking_core.plugin_api import TrackingError
 
 log = logging.getLogger("tracking_core.slime.role_args")
 

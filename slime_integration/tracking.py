@@ -84,10 +84,16 @@ from typing import Any
 
 import tracking_core
 from tracking_core import NullRun, Run
-from tracking_core import options as core_options
-from tracking_core.handle import ARGS_ATTR, HANDLE_FILE, RUN_ENV, find_handle
-from tracking_core.launchers import job_run_id
-from tracking_core.names import path_part, path_under
+from tracking_core.plugin_api import (
+    ARGS_ATTR,
+    HANDLE_FILE,
+    RUN_ENV,
+    find_handle,
+    job_run_id,
+    path_part,
+    path_under,
+    tracking_dir,
+)
 
 from . import collectors as _collectors
 from . import options as _options
@@ -208,7 +214,7 @@ def _resume_plan(args: Any) -> tuple[Path | None, str | None]:
     ``--mlflow-run-id`` (:func:`slime_integration.options.resume_ids`)."""
     asked = _options.resume_ids(args)
     for backend, run_id in asked:
-        saved = _saved_handle_for(run_id, core_options.tracking_dir(args), backend)
+        saved = _saved_handle_for(run_id, tracking_dir(args), backend)
         if saved is not None:
             return saved, None
     for backend, run_id in asked:
@@ -218,7 +224,7 @@ def _resume_plan(args: Any) -> tuple[Path | None, str | None]:
                     "--mlflow-run-id %s: no run saved in %s delivered to that MLflow run; starting run %s, "
                     "which continues the MLflow run tagged tracking_core.run_id=%s if the experiment has "
                     "one, else creates a new MLflow run",
-                    run_id, core_options.tracking_dir(args), run_id, run_id,
+                    run_id, tracking_dir(args), run_id, run_id,
                 )
             return None, run_id
     return None, None

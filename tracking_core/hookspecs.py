@@ -76,22 +76,23 @@ HOOK_NAMES = (
 
 @hookspec
 def register_backends(register: BackendRegistrar) -> None:
-    """Offer named backends by calling ``register(name, factory, requires=..., extra=...)``.
+    """Offer named backends by calling ``register(Backend(name, factory, requires=..., extra=...))``.
 
-    ``factory`` is a callable, or a ``"module:attribute"`` string imported only when the backend is
-    selected, that takes a :class:`RunContext` and returns the backend instance (an object with
-    hook implementations). ``requires`` lists the import names the backend needs and ``extra`` the
+    A :class:`~tracking_core.plugin_api.Backend` describes one backend as data. ``factory`` is a
+    callable, or a ``"module:attribute"`` string imported only when the backend is selected, that
+    takes a :class:`RunContext` and returns the backend instance (an object with hook
+    implementations). ``requires`` lists the import names the backend needs and ``extra`` the
     distribution extra that installs them, so selecting a backend whose library is missing says
-    what to install. ``max_batch`` caps the records per :func:`log_metrics` call (default 1000);
-    ``batch_interval`` makes the worker deliver at most that often (seconds) unless a full batch
-    is waiting or the run flushes, for trackers whose every call has a large fixed cost.
-    ``target`` (a callable or ``"module:attribute"``) takes a :class:`RunContext` and says where
-    the backend's run goes (JSON, never a credential), without connecting or importing the
-    tracker: it is computed in the training process at start, kept in the run handle, and
-    handed to :func:`open_run`. ``terminal=True`` says the backend writes to the training
-    process's terminal (its stderr): a delivery process running it keeps that stderr open, where
-    otherwise its output goes to a log file of its own. Nothing here may import a tracker library:
-    listing plugins must stay cheap.
+    what to install. ``delivery=Delivery(max_batch=..., batch_interval=...)``: ``max_batch`` caps
+    the records per :func:`log_metrics` call (default 1000); ``batch_interval`` makes the worker
+    deliver at most that often (seconds) unless a full batch is waiting or the run flushes, for
+    trackers whose every call has a large fixed cost. ``target`` (a callable or
+    ``"module:attribute"``) takes a :class:`RunContext` and says where the backend's run goes
+    (JSON, never a credential), without connecting or importing the tracker: it is computed in
+    the training process at start, kept in the run handle, and handed to :func:`open_run`.
+    ``terminal=True`` says the backend writes to the training process's terminal (its stderr): a
+    delivery process running it keeps that stderr open, where otherwise its output goes to a log
+    file of its own. Nothing here may import a tracker library: listing plugins must stay cheap.
     """
 
 

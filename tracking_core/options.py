@@ -52,6 +52,7 @@ class HostParser:
         self.reserved = dict(reserved or {})
         self._record = record
         self.added: list[str] = []
+        self._actions: list[argparse.Action] = []
         self.reused: list[str] = []
 
     def has_option(self, option: str) -> bool:
@@ -79,10 +80,34 @@ class HostParser:
             return None
         self.added.append(flags[0])
         action = self._parser.add_argument(*flags, **kwargs)
+        self._actions.append(action)
         if self._record:
             with _ADDED_LOCK:
                 _ADDED_DESTS.add(action.dest)
         return action
+
+    def mark(self) -> int:
+        """A point to :meth:`take_back` to: the number of options added through this view."""
+        return len(self._actions)
+
+    def take_back(self, mark: int) -> list[str]:
+        """Remove from the parser the options added through this view since ``mark`` (a plugin
+        whose ``add_options`` raised is left out whole); returns their first option strings."""
+        taken, self._actions[mark:] = self._actions[mark:], []
+        parser = self._parser
+        for action in reversed(taken):
+            parser._remove_action(action)  # from the parser's actions (and a group's own list)
+            for group in parser._action_groups:  # a parser's: where --help finds it
+                if action in group._group_actions:
+                    group._group_actions.remove(action)
+            for flag in action.option_strings:
+                parser._option_string_actions.pop(flag, None)
+            if self._record and not self._has_dest(action.dest):
+                with _ADDED_LOCK:
+                    _ADDED_DESTS.discard(action.dest)
+        first = [action.option_strings[0] if action.option_strings else action.dest for action in taken]
+        self.added = [flag for flag in self.added if flag not in first]
+        return first
 
 
 def add_tracking_options(
@@ -159,7 +184,7 @@ def _add_options(host: HostParser) -> HostParser:
             f"arrived (an incomplete delivery is still said). Default: ${settings.QUIET}."
         ),
     )
-    get_plugin_manager().pm.hook.add_options(parser=host)
+    get_plugin_manager().add_options(host)
     return host
 
 
@@ -171,7 +196,7 @@ def tracking_option_dests() -> frozenset[str]:
     They are plumbing, not the job's config: the config pipeline keeps them out of the params
     and logs the set ones once, as the launch config's ``tracking/`` group. Computed on a parser
     of its own, so it holds in a process that never saw the host's parser (a role's worker); a
-    plugin whose ``add_options`` fails counts with what it added before failing.
+    plugin whose ``add_options`` raises is left out here as on the host's parser.
     """
     scratch = argparse.ArgumentParser(add_help=False)
     try:

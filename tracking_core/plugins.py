@@ -13,13 +13,16 @@ import logging
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 
 from . import hookspecs, settings
 from .errors import BackendUnavailable, PluginLoadError, UnknownBackend
 from .registry import BackendRegistrar, BackendSpec, check_selectable
+
+if TYPE_CHECKING:
+    from .options import HostParser
 
 log = logging.getLogger("tracking_core.plugins")
 
@@ -91,6 +94,7 @@ class PluginManager:
         self.pm.add_hookspecs(hookspecs)
         self.plugins: dict[str, PluginInfo] = {}
         self._backends: dict[str, BackendSpec] | None = None
+        self._options_warned: set[str] = set()  # plugins whose add_options raised, said once
         if settings.get(TRACE_ENV):
             trace_log = logging.getLogger("tracking_core.trace")
             self.pm.trace.root.setwriter(lambda msg: trace_log.info(msg.rstrip()))
@@ -236,6 +240,31 @@ class PluginManager:
             return results[0] if isinstance(results, list) and results else None
 
         return call
+
+    def add_options(self, parser: HostParser) -> None:
+        """Every plugin's ``add_options``, in load order, each under its own guard: a plugin
+        that raises is reported by name (a warning, and its error in ``tracking-core plugins``)
+        and left out whole, the options it added before raising taken back off the parser; the
+        other plugins' options are added and the host's parser setup goes on."""
+        for impl in self._ordered_impls("add_options"):
+            mark = parser.mark()
+            try:
+                self._only(impl.plugin, "add_options")(parser=parser)
+            except Exception as exc:  # noqa: BLE001 - a plugin never breaks the host's parser
+                taken = parser.take_back(mark)
+                error = f"add_options raised {type(exc).__name__}: {exc}"
+                info = self.plugins.get(impl.plugin_name)
+                if info is not None:
+                    info.error = error
+                if impl.plugin_name in self._options_warned:
+                    continue
+                self._options_warned.add(impl.plugin_name)
+                log.warning(
+                    "plugin %r is left out of the command-line options: %s%s",
+                    impl.plugin_name,
+                    error,
+                    f" (taken back: {', '.join(taken)})" if taken else "",
+                )
 
     def call_each(self, hook_name: str, **kwargs: Any) -> Iterable[tuple[str, Any]]:
         """Call every implementation of ``hook_name`` in load order, one at a time and each

@@ -95,7 +95,7 @@ class Backend:
 
     name: str
     factory: BackendFactory | str
-    requires: tuple[str, ...] = ()
+    requires: Sequence[str] = ()
     extra: str | None = None
     description: str = ""
     delivery: Delivery = Delivery()

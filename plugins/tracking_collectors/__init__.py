@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from tracking_core import hookimpl
+from tracking_core.plugin_api import hookimpl
 
 from .system import env_vars, git_state, parallel_layout, versions
 

@@ -9,8 +9,7 @@ a second on a terminal that stopped reading (see :mod:`tracking_console.backend`
 
 from __future__ import annotations
 
-from tracking_core import HostParser, RunContext, hookimpl
-from tracking_core.registry import BackendRegistrar
+from tracking_core.plugin_api import Backend, BackendRegistrar, HostParser, RunContext, hookimpl
 
 from .views import tracker_location  # noqa: F401 - hook implementations: what ui, show and the run's start and end say
 
@@ -23,11 +22,13 @@ def target(run: RunContext) -> dict[str, str]:
 @hookimpl
 def register_backends(register: BackendRegistrar) -> None:
     register(
-        "console",
-        "tracking_console.backend:ConsoleBackend",
-        target="tracking_console:target",
-        terminal=True,  # its lines are for the training process's stderr, not a log file
-        description="the latest metrics of each role on stderr, every few seconds (no dependency)",
+        Backend(
+            "console",
+            "tracking_console.backend:ConsoleBackend",
+            target="tracking_console:target",
+            terminal=True,  # its lines are for the training process's stderr, not a log file
+            description="the latest metrics of each role on stderr, every few seconds (no dependency)",
+        )
     )
 
 

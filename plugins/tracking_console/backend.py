@@ -23,8 +23,17 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tracking_core import ConfigSection, MetricRecord, RunContext, RunStatus, hookimpl
-from tracking_core.records import ArtifactRecord, HistogramRecord, TableRecord, TextRecord
+from tracking_core.plugin_api import (
+    ArtifactRecord,
+    ConfigSection,
+    HistogramRecord,
+    MetricRecord,
+    RunContext,
+    RunStatus,
+    TableRecord,
+    TextRecord,
+    hookimpl,
+)
 
 from .view import Board, fmt_value
 

@@ -12,7 +12,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from tracking_core import MetricRecord
+from tracking_core.plugin_api import MetricRecord
 
 #: How many metrics of a role one line shows (the most recently logged first); the rest counted.
 SHOWN = 6

@@ -14,9 +14,19 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tracking_core import ConfigSection, MetricRecord, RunContext, RunStatus, hookimpl
-from tracking_core.names import path_part, path_under
-from tracking_core.records import ArtifactRecord, HistogramRecord, TableRecord, TextRecord
+from tracking_core.plugin_api import (
+    ArtifactRecord,
+    ConfigSection,
+    HistogramRecord,
+    MetricRecord,
+    RunContext,
+    RunStatus,
+    TableRecord,
+    TextRecord,
+    hookimpl,
+    path_part,
+    path_under,
+)
 
 PRIMARY_FILE = "primary"
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tracking_core.names import path_part
+from tracking_core.plugin_api import path_part
 
 
 @dataclass

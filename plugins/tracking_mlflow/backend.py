@@ -30,10 +30,20 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
 
-from tracking_core import ConfigSection, MetricRecord, RunContext, RunStatus, hookimpl
-from tracking_core.config import artifact_path, config_json
-from tracking_core.errors import RunNotOpenYet
-from tracking_core.records import ArtifactRecord, HistogramRecord, TableRecord, TextRecord
+from tracking_core.plugin_api import (
+    ArtifactRecord,
+    ConfigSection,
+    HistogramRecord,
+    MetricRecord,
+    RunContext,
+    RunNotOpenYet,
+    RunStatus,
+    TableRecord,
+    TextRecord,
+    artifact_path,
+    config_json,
+    hookimpl,
+)
 
 from . import settings
 from .keys import MlflowKeyShaper, mlflow_key, mlflow_params, mlflow_tag_key
@@ -626,7 +636,7 @@ def _view_hint(uri: str, experiment_id: str | None, run_id: str | None) -> str:
     url = settings.run_url(uri, experiment_id, run_id)
     if url is not None:
         return f"view it at {url}"
-    from tracking_core.viewers import runnable  # the command as it runs from any directory
+    from tracking_core.plugin_api import runnable
 
     path = settings.sqlite_path(uri)
     if path is not None:

@@ -41,8 +41,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tracking_core.config import artifact_path, json_text
-from tracking_core.records import ConfigSection
+from tracking_core.plugin_api import ConfigSection, artifact_path, json_text
 
 __all__ = [
     "MLFLOW_MAX_KEY_LENGTH",

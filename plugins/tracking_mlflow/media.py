@@ -51,7 +51,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tracking_core.records import (
+from tracking_core.plugin_api import (
     ArtifactRecord,
     HistogramRecord,
     MetricRecord,

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from tracking_core import RunContext
+from tracking_core.plugin_api import RunContext
 
 log = logging.getLogger("tracking_core.mlflow")
 

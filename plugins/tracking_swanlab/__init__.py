@@ -15,8 +15,7 @@ experiment goes, decided when the run starts.
 
 from __future__ import annotations
 
-from tracking_core import HostParser, hookimpl
-from tracking_core.registry import BackendRegistrar
+from tracking_core.plugin_api import Backend, BackendRegistrar, HostParser, hookimpl
 
 from .options import add_options as _add_options
 from .views import project_options, tracker_location, tracker_sync  # noqa: F401 - hook implementations: what ui, show and the run's start and end say
@@ -25,12 +24,14 @@ from .views import project_options, tracker_location, tracker_sync  # noqa: F401
 @hookimpl
 def register_backends(register: BackendRegistrar) -> None:
     register(
-        "swanlab",
-        "tracking_swanlab.backend:SwanlabBackend",
-        target="tracking_swanlab.options:target",
-        requires=("swanlab",),
-        extra="swanlab",
-        description="SwanLab: cloud (one experiment) or offline/local run directories",
+        Backend(
+            "swanlab",
+            "tracking_swanlab.backend:SwanlabBackend",
+            target="tracking_swanlab.options:target",
+            requires=("swanlab",),
+            extra="swanlab",
+            description="SwanLab: cloud (one experiment) or offline/local run directories",
+        )
     )
 
 

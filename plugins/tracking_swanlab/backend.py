@@ -64,12 +64,23 @@ from typing import Any
 
 import swanlab
 
-from tracking_core import ConfigSection, MetricRecord, RunContext, RunStatus, hookimpl
-from tracking_core.config import artifact_path, config_json, redact_argv
-from tracking_core.files import replace_text
-from tracking_core.handle import RunHandle
-from tracking_core.names import path_under
-from tracking_core.records import ArtifactRecord, HistogramRecord, TableRecord, TextRecord
+from tracking_core.plugin_api import (
+    ArtifactRecord,
+    ConfigSection,
+    HistogramRecord,
+    MetricRecord,
+    RunContext,
+    RunHandle,
+    RunStatus,
+    TableRecord,
+    TextRecord,
+    artifact_path,
+    config_json,
+    hookimpl,
+    path_under,
+    redact_argv,
+    replace_text,
+)
 
 from .options import SwanlabOptions, resolve, run_dir_name, run_id_for, sync_commands
 from .options import target as run_target

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tracking_core import HostParser, RunContext
+from tracking_core.plugin_api import HostParser, RunContext
 
 #: The modes SwanLab knows, as ``swanlab.init(mode=...)`` spells them.
 MODES = ("online", "local", "offline", "disabled")

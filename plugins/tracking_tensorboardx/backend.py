@@ -48,10 +48,20 @@ from tensorboardX.proto.plugin_hparams_pb2 import (
 from tensorboardX.proto.summary_pb2 import Summary, SummaryMetadata
 from tensorboardX.summary import text as text_summary
 
-from tracking_core import ConfigSection, MetricRecord, RunContext, RunStatus, hookimpl
-from tracking_core.config import LAUNCH, config_text
-from tracking_core.names import path_part
-from tracking_core.records import ArtifactRecord, HistogramRecord, TableRecord, TextRecord
+from tracking_core.plugin_api import (
+    LAUNCH,
+    ArtifactRecord,
+    ConfigSection,
+    HistogramRecord,
+    MetricRecord,
+    RunContext,
+    RunStatus,
+    TableRecord,
+    TextRecord,
+    config_text,
+    hookimpl,
+    path_part,
+)
 
 from . import media
 from .hparams import session_hparams
@@ -179,7 +189,7 @@ class TensorBoardBackend:
         where = target if target and target.get("logdir") else run_target(run)
         self.logdir = Path(str(where["logdir"]))
         self.logdir.mkdir(parents=True, exist_ok=True)
-        from tracking_core.viewers import runnable
+        from tracking_core.plugin_api import runnable
 
         log.info(
             "TensorBoard: run %s writes to %s (%s --logdir %s)",

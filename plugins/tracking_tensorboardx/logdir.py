@@ -13,8 +13,7 @@ import logging
 import os
 from pathlib import Path
 
-from tracking_core import RunContext
-from tracking_core.names import path_part
+from tracking_core.plugin_api import RunContext, path_part
 
 from . import DIR_DEST, DIR_ENV
 

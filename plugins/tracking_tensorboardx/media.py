@@ -37,7 +37,7 @@ from tensorboardX.proto.event_pb2 import Event
 from tensorboardX.summary import histogram_raw
 from tensorboardX.summary import text as text_summary
 
-from tracking_core.records import ArtifactRecord, Cell, HistogramRecord, TableRecord, TextRecord
+from tracking_core.plugin_api import ArtifactRecord, Cell, HistogramRecord, TableRecord, TextRecord
 
 if TYPE_CHECKING:
     from .backend import TensorBoardBackend

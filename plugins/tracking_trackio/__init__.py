@@ -13,8 +13,7 @@ environment variables, and :func:`tracking_trackio.options.target`, where the ru
 
 from __future__ import annotations
 
-from tracking_core import HostParser, hookimpl
-from tracking_core.registry import BackendRegistrar
+from tracking_core.plugin_api import Backend, BackendRegistrar, HostParser, hookimpl
 
 from .options import add_options as _add_options
 from .views import project_options, read_tracker, tracker_location  # noqa: F401 - hook implementations: what ui, show and the run's start and end say
@@ -23,12 +22,14 @@ from .views import project_options, read_tracker, tracker_location  # noqa: F401
 @hookimpl
 def register_backends(register: BackendRegistrar) -> None:
     register(
-        "trackio",
-        "tracking_trackio.backend:TrackioBackend",
-        target="tracking_trackio.options:target",
-        requires=("trackio",),
-        extra="trackio",
-        description="trackio: local-first SQLite store, `trackio show` dashboard",
+        Backend(
+            "trackio",
+            "tracking_trackio.backend:TrackioBackend",
+            target="tracking_trackio.options:target",
+            requires=("trackio",),
+            extra="trackio",
+            description="trackio: local-first SQLite store, `trackio show` dashboard",
+        )
     )
 
 

@@ -53,16 +53,18 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from tracking_core import (
+from tracking_core.plugin_api import (
     ConfigSection,
+    HistogramRecord,
     MetricRecord,
     RunContext,
     RunNotOpenYet,
     RunStatus,
+    TableRecord,
+    TextRecord,
+    config_json,
     hookimpl,
 )
-from tracking_core.config import config_json
-from tracking_core.records import HistogramRecord, TableRecord, TextRecord
 
 from .options import show_command
 from .options import target as run_target

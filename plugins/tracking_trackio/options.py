@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from tracking_core import HostParser, RunContext
+from tracking_core.plugin_api import HostParser, RunContext
 
 DEFAULT_PROJECT = "tracking-core"
 #: trackio keeps only these characters of a project name for its files.
@@ -86,7 +86,7 @@ def target(run: RunContext) -> dict[str, Any]:
 
 def show_command(entry: Mapping[str, Any]) -> str:
     """The command that opens trackio's dashboard on the run's project."""
-    from tracking_core.viewers import runnable
+    from tracking_core.plugin_api import runnable
 
     return f"TRACKIO_DIR={entry['dir']} {runnable('trackio')} show --project {entry['project']}"
 

@@ -20,8 +20,7 @@ run goes, decided when it starts), :mod:`tracking_wandb.config` for the config's
 
 from __future__ import annotations
 
-from tracking_core import HostParser, hookimpl
-from tracking_core.registry import BackendRegistrar
+from tracking_core.plugin_api import Backend, BackendRegistrar, HostParser, hookimpl
 
 from .options import add_options as _add_options
 from .views import project_options, read_tracker, tracker_location, tracker_sync, tracker_viewer  # noqa: F401 - hook implementations: what ui, show and the run's start and end say
@@ -30,12 +29,14 @@ from .views import project_options, read_tracker, tracker_location, tracker_sync
 @hookimpl
 def register_backends(register: BackendRegistrar) -> None:
     register(
-        "wandb",
-        "tracking_wandb.backend:WandbBackend",
-        target="tracking_wandb.options:target",
-        requires=("wandb",),
-        extra="wandb",
-        description="Weights & Biases: online (shared mode) or offline run files",
+        Backend(
+            "wandb",
+            "tracking_wandb.backend:WandbBackend",
+            target="tracking_wandb.options:target",
+            requires=("wandb",),
+            extra="wandb",
+            description="Weights & Biases: online (shared mode) or offline run files",
+        )
     )
 
 

@@ -55,12 +55,24 @@ from typing import Any
 
 import wandb
 
-from tracking_core import ConfigSection, MetricRecord, RunContext, RunStatus, hookimpl
-from tracking_core.config import artifact_path, config_json, job_params, redact_argv
-from tracking_core.files import replace_text
-from tracking_core.handle import RunHandle
-from tracking_core.options import tracking_option_dests
-from tracking_core.records import ArtifactRecord, HistogramRecord, TableRecord, TextRecord
+from tracking_core.plugin_api import (
+    ArtifactRecord,
+    ConfigSection,
+    HistogramRecord,
+    MetricRecord,
+    RunContext,
+    RunHandle,
+    RunStatus,
+    TableRecord,
+    TextRecord,
+    artifact_path,
+    config_json,
+    hookimpl,
+    job_params,
+    redact_argv,
+    replace_text,
+    tracking_option_dests,
+)
 
 from . import media
 from .config import wandb_config

@@ -11,8 +11,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from tracking_core.config import artifact_path
-from tracking_core.records import ConfigSection
+from tracking_core.plugin_api import ConfigSection, artifact_path
 
 __all__ = ["wandb_config"]
 

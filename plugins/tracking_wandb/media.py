@@ -46,8 +46,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import wandb
 
-from tracking_core.names import path_under
-from tracking_core.records import ArtifactRecord, HistogramRecord, TableRecord, TextRecord
+from tracking_core.plugin_api import (
+    ArtifactRecord,
+    HistogramRecord,
+    TableRecord,
+    TextRecord,
+    path_under,
+)
 
 from .rows import DEFAULT_AXIS, TIMESTAMP_KEY, Row
 

@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from tracking_core import HostParser, RunContext
+from tracking_core.plugin_api import HostParser, RunContext
 
 MODES = ("online", "offline", "disabled")
 #: W&B's console capture choices (``wandb.Settings.console``).

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tracking_core import MetricRecord
+from tracking_core.plugin_api import MetricRecord
 
 #: The history key W&B reads a row's wall-clock time from; the record's own timestamp goes
 #: there, so a retried or replayed batch is the same data.

@@ -20,8 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import tracking_core
-from tracking_core import options as opts
-from tracking_core import settings
+from tracking_core.plugin_api import settings, tracking_dir
 
 DEFAULT_ROLES = Path(__file__).with_name("roles.yaml")
 
@@ -99,8 +98,8 @@ def _launch(role: str, ranks: int, exchange: Path, steps: int) -> subprocess.Pop
 def where_to_look(handle: tracking_core.RunHandle) -> list[str]:
     """One line per backend: where its data is and the command that opens it, runnable as
     printed from any directory (tools outside ``PATH`` by their full path)."""
-    from tracking_core.viewers import runnable
-    from tracking_core.viewers import where_to_look as tracker_lines
+    from tracking_core.plugin_api import runnable
+    from tracking_core.plugin_api import where_to_look as tracker_lines
 
     lines = tracker_lines(handle)
     if {"mlflow", "tensorboard"} & set(handle.backends):
@@ -129,7 +128,7 @@ def run_demo(args: argparse.Namespace) -> int:
     logging.getLogger("tracking_core").setLevel(logging.INFO)
     from slime_integration.role_args import resolve_role_args
 
-    out = Path(args.out or opts.tracking_dir(args)).absolute()
+    out = Path(args.out or tracking_dir(args)).absolute()
     args.tracking_dir = str(out)
     if getattr(args, "tracking_system_metrics", None) is None and not settings.get(settings.SYSTEM_METRICS):
         args.tracking_system_metrics = "1"  # the demo shows the node's series: on unless said off
@@ -184,15 +183,15 @@ def run_demo(args: argparse.Namespace) -> int:
         "  samples and rewards: the table actor/rollout/samples (context, action, reward) and "
         "the histogram actor/rollout/reward at every rollout/step, in each tracker above"
     )
-    from tracking_core.options import system_metrics_interval
+    from tracking_core.plugin_api import system_metrics_interval
 
     interval = system_metrics_interval(args)
     if interval is not None:
-        from tracking_core.system_metrics import host_key
+        from tracking_core.plugin_api import host_key
 
         print(f"  this node's CPU, memory, disk, network and GPUs: system/{host_key()}/... every {interval:g} s")
     if not failed:
-        from tracking_core.config import diff_command
+        from tracking_core.plugin_api import diff_command
 
         print("\nActor vs critic: effective config difference")
         diff_command(str(run.handle.run_dir), ["actor", "critic"], str(out))
