@@ -144,11 +144,14 @@ def test_wheel_holds_every_package_data_file_and_entry_point(wheel: Path) -> Non
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     for name, target in project["scripts"].items():
         assert f"{name} = {target}" in entry_text
-    for name, target in project["entry-points"]["tracking_core"].items():
+    groups = project["entry-points"]
+    entry_points = [*groups["tracking_core"].items(), *groups["tracking_core.hosts"].items()]
+    for name, target in entry_points:
         assert f"{name} = {target}" in entry_text
-    # every built-in plugin's module is in the wheel at the top level
-    for target in project["entry-points"]["tracking_core"].values():
-        assert f"{target}/__init__.py" in names, target
+    # every built-in plugin's and host adapter's module is in the wheel (a package or a module)
+    for _, target in entry_points:
+        path = target.replace(".", "/")
+        assert f"{path}/__init__.py" in names or f"{path}.py" in names, target
 
 
 def test_installed_from_the_wheel_not_the_checkout(venv: Venv) -> None:
