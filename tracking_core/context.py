@@ -20,8 +20,8 @@ class RunContext:
     may run in a delivery process, see :mod:`tracking_core.delivery`).
     ``options`` holds the option values the host parsed (argparse ``dest`` → value); read them with
     :meth:`option`, which falls back to the tracker's usual environment variable.
-    ``tracking_dir`` is where everything local goes: each backend keeps its files in
-    :meth:`local_dir`.
+    ``tracking_dir`` is where everything local goes (a backend keeps its files in a folder of
+    its own there).
     """
 
     backend: str
@@ -48,9 +48,3 @@ class RunContext:
             if value:
                 return value
         return default
-
-    def local_dir(self, sub: str | None = None) -> Path:
-        """``<tracking_dir>/<sub or backend name>``, created on first use."""
-        path = self.tracking_dir / (sub or self.backend)
-        path.mkdir(parents=True, exist_ok=True)
-        return path

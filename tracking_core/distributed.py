@@ -62,10 +62,6 @@ class RoleSummary:
     fingerprints: dict[str, str] = field(default_factory=dict)
     mismatches: dict[str, dict[str, Any]] = field(default_factory=dict)
 
-    @property
-    def consistent(self) -> bool:
-        return not self.mismatches
-
     def as_config(self) -> dict[str, Any]:
         return {
             "world_size": self.world_size,

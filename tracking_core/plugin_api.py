@@ -36,6 +36,12 @@ What is here, by use:
   :func:`path_under` (a name as one path component / a relative path that stays inside its
   folder), :func:`runnable` (a tool installed beside this Python as a command that runs from any
   directory), :func:`host_key` (the host name as series names use it).
+- **One run, several writers; metrics as rows.** :class:`SharedRuns` (a tracker's runs open in
+  this process, ended by their last user with the primary's status), :func:`saved_role_sections`
+  (the roles' config the primary folds in); :func:`metric_rows` (records as ``log`` calls by step
+  axis, :class:`Row`; a record's axis: :func:`axis_of`), :class:`AxisDefinitions` (metric ->
+  axis, told once; :func:`new_definitions`), :class:`RowRetry` (a failed batch's retry logs no
+  row twice). See :mod:`tracking_core.shared_run`, :mod:`tracking_core.rows`.
 - **What a tracker says about a run** (the hooks ``tracker_viewer`` and ``read_tracker``):
   :class:`Viewer` (what ``tracking-core ui`` starts, the URL to open) and :class:`TrackerReport`
   (what ``tracking-core show`` prints of a backend's data).
@@ -79,6 +85,8 @@ from .records import (
     TextRecord,
 )
 from .registry import Backend, BackendRegistrar, Delivery
+from .rows import AxisDefinitions, Row, RowRetry, axis_of, metric_rows, new_definitions
+from .shared_run import SharedRun, SharedRuns, saved_role_sections
 
 if TYPE_CHECKING:
     from .config import (
@@ -191,4 +199,7 @@ __all__ = [
     "tracking_dir",
     "tracking_option_dests",
     "where_to_look",
+    # one run written by several writers, metrics as rows by step (tracking_core.rows, .shared_run)
+    "AxisDefinitions", "Row", "RowRetry", "SharedRun", "SharedRuns", "axis_of", "metric_rows", "new_definitions",
+    "saved_role_sections",
 ]

@@ -51,35 +51,38 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import json
 import logging
 import os
 import shutil
 import sys
-import threading
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import swanlab
 
 from tracking_core.plugin_api import (
     ArtifactRecord,
+    AxisDefinitions,
     ConfigSection,
     HistogramRecord,
     MetricRecord,
+    Row,
+    RowRetry,
     RunContext,
-    RunHandle,
     RunStatus,
+    SharedRun,
+    SharedRuns,
     TableRecord,
     TextRecord,
     artifact_path,
     config_json,
     hookimpl,
+    metric_rows,
     path_under,
     redact_argv,
     replace_text,
+    saved_role_sections,
 )
 
 from .options import SwanlabOptions, resolve, run_dir_name, run_id_for, sync_commands
@@ -91,23 +94,11 @@ log = logging.getLogger("tracking_core.backends.swanlab")
 FILES_DIR = "tracking-core"
 #: SwanLab's finish states for ours.
 STATES = {RunStatus.FINISHED: "success", RunStatus.FAILED: "crashed", RunStatus.KILLED: "aborted"}
-#: The axis of a record that has a step but no step key: ``<prefix>step``.
-DEFAULT_AXIS = "step"
 
-#: Serialises swanlab.init/finish (they swap process-wide hooks) and guards the run table.
-_lock = threading.RLock()
-_open: dict[str, _SharedRun] = {}
-
-
-@dataclass
-class _SharedRun:
-    """The SwanLab run open in this process and the backend instances writing through it."""
-
-    run: Any
-    key: str
-    users: int = 1
-    state: str | None = None
-    lock: threading.RLock = field(default_factory=threading.RLock)
+#: The SwanLab runs open in this process (a run's status is its finish state); the table's lock
+#: serialises swanlab.init/finish (they swap process-wide hooks).
+_runs = SharedRuns()
+_lock = _runs.lock
 
 
 @contextlib.contextmanager
@@ -151,41 +142,10 @@ def config_values(params: Mapping[str, Any]) -> dict[str, Any]:
     return {key: ("null" if value is None else value) for key, value in params.items()}
 
 
-@dataclass
-class Row:
-    """One ``run.log`` call: values at one step of one axis, logged at one time."""
+class SwanlabRow(Row):
+    """A ``run.log`` call: the axis's step logged as a float metric, no timestamp key."""
 
-    axis: str | None
-    step: int | None
-    timestamp: float
-    values: dict[str, float] = field(default_factory=dict)
-
-    def data(self) -> dict[str, float]:
-        out = dict(self.values)
-        if self.axis is not None and self.step is not None:
-            out[self.axis] = float(self.step)
-        return out
-
-
-def metric_rows(records: Sequence[MetricRecord]) -> list[Row]:
-    """Consecutive records that share axis, step and timestamp (one caller's log call) as rows,
-    in order; a name repeated within a group starts a new row."""
-    rows: list[Row] = []
-    current: Row | None = None
-    for record in records:
-        step = None if record.step is None else int(record.step)
-        axis = record.axis if record.axis is not None else (
-            record.prefix + DEFAULT_AXIS if step is not None else None
-        )
-        if (
-            current is None
-            or (current.axis, current.step, current.timestamp) != (axis, step, record.timestamp)
-            or record.name in current.values
-        ):
-            current = Row(axis, step, record.timestamp)
-            rows.append(current)
-        current.values[record.name] = record.value
-    return rows
+    step_type: ClassVar[type] = float
 
 
 class SwanlabBackend:
@@ -194,11 +154,11 @@ class SwanlabBackend:
     def __init__(self, run: RunContext) -> None:
         self.context = run
         self.options: SwanlabOptions = resolve(run)
-        self.shared: _SharedRun | None = None
+        self.shared: SharedRun | None = None
         self.mode = self.options.mode
-        self._defined: dict[str, str] = {}
+        self._defined = AxisDefinitions()
         self._namespaces: set[str] = set()
-        self._partial: tuple[Any, int] | None = None
+        self._retry = RowRetry()
         #: A role's attach entry, until its SwanLab run is opened (see :meth:`attach_run`).
         self._pending: dict[str, Any] | None = None
 
@@ -229,9 +189,8 @@ class SwanlabBackend:
         rid = str(entry["id"])
         log_dir = Path(str(entry.get("log_dir") or self.options.log_dir))
         with _lock:
-            held = _open.get(rid)
+            held = _runs.join(rid)
             if held is not None:
-                held.users += 1
                 self.shared, self.mode = held, mode
                 log.debug("SwanLab run %s is open in this process; %s writes through it", rid, run.label)
                 return self._entry(held.run, mode, entry, log_dir)
@@ -261,7 +220,7 @@ class SwanlabBackend:
             handler = getattr(srun, "_handle_atexit", None)
             if handler is not None:
                 atexit.unregister(handler)
-            self.shared = _open[rid] = _SharedRun(srun, rid)
+            self.shared = _runs.add(srun, rid)
             self.mode = mode
         return self._entry(srun, mode, entry, log_dir)
 
@@ -330,7 +289,7 @@ class SwanlabBackend:
         self._pending = entry
         return self._entry(None, str(entry["mode"]), entry, Path(str(entry["log_dir"])))
 
-    def _require(self) -> _SharedRun:
+    def _require(self) -> SharedRun:
         if self.shared is None and self._pending is not None:
             self._init(self.context, self._pending, primary=False)
             self._pending = None
@@ -348,7 +307,7 @@ class SwanlabBackend:
             self._namespaces.add(config.namespace)
             self._write_file(shared, artifact_path(config), config_json(config))
 
-    def _write_file(self, shared: _SharedRun, name: str, text: str) -> None:
+    def _write_file(self, shared: SharedRun, name: str, text: str) -> None:
         """Write ``files/tracking-core/<name>`` into the run directory and save it now."""
         if self.mode == "disabled":
             return
@@ -358,24 +317,12 @@ class SwanlabBackend:
         replace_text(path, text)
         shared.run.save(str(path), base_path=str(files), policy="now")
 
-    def _fold_role_configs(self, shared: _SharedRun) -> None:
+    def _fold_role_configs(self, shared: SharedRun) -> None:
         """Merge the role sections this job saved in its run directory into the primary's config
         (at close): one node's or a shared file system's roles."""
-        run = self.context
-        handle = RunHandle(run_id=run.run_id, name=run.name, tracking_dir=str(run.tracking_dir))
         merged: dict[str, Any] = {}
-        for path in sorted((handle.run_dir / "config").glob("*.json")):
-            try:
-                doc = json.loads(path.read_text())
-            except (OSError, ValueError) as exc:
-                log.warning("could not read role config %s for SwanLab (%s)", path, exc)
-                continue
-            if not isinstance(doc, dict) or doc.get("role") is None:
-                continue
-            if doc.get("namespace") in self._namespaces or not doc.get("logged_as_params", True):
-                continue
-            prefix = str(doc.get("prefix") or "")
-            merged.update({prefix + str(k): v for k, v in dict(doc.get("values") or {}).items()})
+        for section in saved_role_sections(self.context, self._namespaces, "SwanLab"):
+            merged.update(section.params)
         if merged:
             shared.run.config.update(config_values(merged))
 
@@ -383,22 +330,12 @@ class SwanlabBackend:
     @hookimpl
     def log_metrics(self, records: Sequence[MetricRecord]) -> None:
         shared = self._require()
-        rows = metric_rows(records)
+        rows = metric_rows(records, SwanlabRow)
         with shared.lock:
-            for row in rows:
-                if row.axis is None:
-                    continue
-                for name in row.values:
-                    if name != row.axis and self._defined.get(name) != row.axis:
-                        shared.run.define_metric(name, x_axis=row.axis)
-                        self._defined[name] = row.axis
+            self._defined.define(rows, lambda name, axis: shared.run.define_metric(name, x_axis=axis))
             # A failing batch's retry (the same records) starts where it stopped.
-            batch = (records[0].seq, records[-1].seq, len(records)) if records else None
-            done = self._partial[1] if self._partial and self._partial[0] == batch else 0
-            for i, row in enumerate(rows[done:], start=done):
+            for row in self._retry.pending(records, rows):
                 shared.run.log(row.data(), step=row.step)
-                self._partial = (batch, i + 1)
-            self._partial = None
 
     # -- rich kinds ----------------------------------------------------------------------------
     def _log_media(self, name: str, value: Any, step: int | None, extra: Mapping[str, float] | None = None) -> None:
@@ -467,13 +404,10 @@ class SwanlabBackend:
                         self._fold_role_configs(shared)
                     except Exception as exc:  # noqa: BLE001 - the run must still end
                         log.warning("could not fold role configs into the SwanLab run: %s", exc)
-                shared.state = state
-            shared.users -= 1
             self.shared = None
-            if shared.users > 0:
+            if not _runs.leave(shared, state, primary=run.primary):
                 return
-            _open.pop(shared.key, None)
-            final = shared.state or state
+            final = shared.status
             directory = str(shared.run.dir) if self.mode != "disabled" else None
             with shared.lock:
                 error = None if final == "success" else f"tracking-core: the run ended {final}"

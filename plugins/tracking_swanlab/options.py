@@ -46,7 +46,6 @@ MODES = ("online", "local", "offline", "disabled")
 #: What users may type: SwanLab's names, plus ``cloud`` (SwanLab's own alias of ``online``).
 MODE_CHOICES = ("cloud", *MODES)
 DEFAULT_PROJECT = "tracking-core"
-DEFAULT_API_HOST = "https://api.swanlab.cn"
 #: SwanLab's project names: 1-100 characters of ``[0-9a-zA-Z_\\-+.]``.
 _PROJECT_NAME = re.compile(r"^[0-9a-zA-Z_\-+.]{1,100}$")
 #: Characters SwanLab refuses in run ids and run directory names (OS-reserved or control).

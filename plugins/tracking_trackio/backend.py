@@ -48,7 +48,6 @@ import os
 import sys
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -57,6 +56,7 @@ from tracking_core.plugin_api import (
     ConfigSection,
     HistogramRecord,
     MetricRecord,
+    Row,
     RunContext,
     RunNotOpenYet,
     RunStatus,
@@ -64,6 +64,7 @@ from tracking_core.plugin_api import (
     TextRecord,
     config_json,
     hookimpl,
+    metric_rows,
 )
 
 from .options import show_command
@@ -123,33 +124,9 @@ def _warn_once(key: str, msg: str, *args: Any) -> None:
         log.warning(msg, *args)
 
 
-@dataclass
-class Row:
-    """One trackio metrics row: values at one step, logged at one time."""
-
-    step: int | None
-    axis: str | None
-    timestamp: float
-    first_seq: int
-    values: dict[str, float] = field(default_factory=dict)
-
-
-def metric_rows(records: Sequence[MetricRecord]) -> list[Row]:
-    """Consecutive records that share axis, step and timestamp (one caller's log call) as rows;
-    a name repeated within a group starts a new row."""
-    rows: list[Row] = []
-    current: Row | None = None
-    for r in records:
-        step = None if r.step is None else int(r.step)
-        if (
-            current is None
-            or (current.step, current.axis, current.timestamp) != (step, r.axis, r.timestamp)
-            or r.name in current.values
-        ):
-            current = Row(step, r.axis, r.timestamp, r.seq)
-            rows.append(current)
-        current.values[r.name] = r.value
-    return rows
+def _step_key_axis(record: MetricRecord) -> str | None:
+    """A record's axis in trackio: its step key's (a row has its own step without one)."""
+    return record.axis
 
 
 class TrackioBackend:
@@ -261,7 +238,7 @@ class TrackioBackend:
     def log_metrics(self, records: Sequence[MetricRecord]) -> None:
         if self.entry is None:
             raise RuntimeError("the trackio run is not open in this process (open or attach failed)")
-        rows = metric_rows(records)
+        rows = metric_rows(records, axis_of=_step_key_axis)
         metrics_list, steps, stamps, ids = [], [], [], []
         for row in rows:
             values = {self._name(k): v for k, v in row.values.items()}

@@ -19,7 +19,6 @@ The data directory holds trackio's store: one SQLite database per project
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -89,9 +88,3 @@ def show_command(entry: Mapping[str, Any]) -> str:
     from tracking_core.plugin_api import runnable
 
     return f"TRACKIO_DIR={entry['dir']} {runnable('trackio')} show --project {entry['project']}"
-
-
-def reserved_env() -> dict[str, str]:
-    """The trackio variables that would send data elsewhere than the local store (a Space, a
-    server), set in this process: the backend writes the local store and says so."""
-    return {k: v for k, v in os.environ.items() if k in ("TRACKIO_SPACE_ID", "TRACKIO_SERVER_URL") and v}

@@ -42,14 +42,11 @@ default (:mod:`tracking_wandb.options`).
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import re
 import sys
-import threading
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -57,12 +54,15 @@ import wandb
 
 from tracking_core.plugin_api import (
     ArtifactRecord,
+    AxisDefinitions,
     ConfigSection,
     HistogramRecord,
     MetricRecord,
+    RowRetry,
     RunContext,
-    RunHandle,
     RunStatus,
+    SharedRun,
+    SharedRuns,
     TableRecord,
     TextRecord,
     artifact_path,
@@ -71,6 +71,7 @@ from tracking_core.plugin_api import (
     job_params,
     redact_argv,
     replace_text,
+    saved_role_sections,
     tracking_option_dests,
 )
 
@@ -78,7 +79,7 @@ from . import media
 from .config import wandb_config
 from .options import WandbOptions, resolve, run_id_for, tags_for
 from .options import target as run_target
-from .rows import metric_rows, new_definitions
+from .rows import metric_rows
 
 log = logging.getLogger("tracking_core.backends.wandb")
 
@@ -91,21 +92,10 @@ EXIT_CODES = {RunStatus.FINISHED: 0, RunStatus.FAILED: 1, RunStatus.KILLED: 255}
 _SERVICE_ENV = "WANDB_SERVICE"
 _SERVICE_PID = re.compile(r"^\d+-(\d+)-")
 
-#: Serialises wandb.init/finish (they read sys.argv, which is swapped meanwhile) and guards
-#: the table of runs open in this process.
-_lock = threading.RLock()
-_open: dict[str, _SharedRun] = {}
-
-
-@dataclass
-class _SharedRun:
-    """A W&B run open in this process and the backend instances writing through it."""
-
-    run: Any
-    key: str
-    users: int = 1
-    exit_code: int | None = None
-    lock: threading.RLock = field(default_factory=threading.RLock)
+#: The W&B runs open in this process (a run's status is its exit code); the table's lock
+#: serialises wandb.init/finish (they read sys.argv, which is swapped meanwhile).
+_runs = SharedRuns()
+_lock = _runs.lock
 
 
 @contextlib.contextmanager
@@ -149,12 +139,11 @@ class WandbBackend:
     def __init__(self, run: RunContext) -> None:
         self.context = run
         self.options: WandbOptions = resolve(run)
-        self.shared: _SharedRun | None = None
+        self.shared: SharedRun | None = None
         self.mode = self.options.mode
-        self._axes: set[str] = set()
-        self._metric_axis: dict[str, str] = {}
+        self._defined = AxisDefinitions()
         self._namespaces: set[str] = set()
-        self._partial: tuple[Any, int] | None = None
+        self._retry = RowRetry()
 
     # -- opening -------------------------------------------------------------------------------
     def _settings(self, run: RunContext, mode: str, primary: bool) -> Any:
@@ -199,9 +188,8 @@ class WandbBackend:
         mode = str(entry.get("mode") or self.options.mode)
         rid = str(entry["id"])
         with _lock:
-            held = _open.get(rid)
+            held = _runs.join(rid)
             if held is not None:
-                held.users += 1
                 self.shared = held
                 self.mode = mode
                 log.debug(
@@ -234,7 +222,7 @@ class WandbBackend:
                     kwargs["resume"] = "allow"
             with redacted_argv():
                 wrun = wandb.init(**kwargs)
-            self.shared = _open[rid] = _SharedRun(wrun, rid)
+            self.shared = _runs.add(wrun, rid)
             self.mode = mode
         return self._entry(wrun, mode, {**entry, "dir": str(root)})
 
@@ -301,7 +289,7 @@ class WandbBackend:
         entry.setdefault("dir", str(self.options.root))
         return self._init(run, entry, primary=run.primary, resume=run.primary)
 
-    def _require(self) -> _SharedRun:
+    def _require(self) -> SharedRun:
         if self.shared is None:
             raise RuntimeError("the W&B run is not open in this process (open or attach failed)")
         return self.shared
@@ -317,7 +305,7 @@ class WandbBackend:
             self._namespaces.add(config.namespace)
             self._write_file(shared, artifact_path(config), config_json(config))
 
-    def _write_file(self, shared: _SharedRun, name: str, text: str) -> None:
+    def _write_file(self, shared: SharedRun, name: str, text: str) -> None:
         """Write ``tracking-core/<name>`` into the run's files and publish it now."""
         if self.mode == "disabled":
             return
@@ -327,35 +315,14 @@ class WandbBackend:
         replace_text(path, text)
         shared.run.save(str(path), base_path=str(files), policy="now", glob=False)
 
-    def _fold_role_configs(self, shared: _SharedRun) -> None:
+    def _fold_role_configs(self, shared: SharedRun) -> None:
         """Merge the role sections this job saved in its run directory into the run's config
         (primary only, at close): one node's or a shared file system's roles, whatever became
         of their own uploads; each as its params hold it (no tracking option, no null value:
         :func:`tracking_core.config.job_params`)."""
-        run = self.context
-        handle = RunHandle(run_id=run.run_id, name=run.name, tracking_dir=str(run.tracking_dir))
-        folder = handle.run_dir / "config"
         merged: dict[str, Any] = {}
         tracking = tracking_option_dests()
-        for path in sorted(folder.glob("*.json")):
-            try:
-                doc = json.loads(path.read_text())
-            except (OSError, ValueError) as exc:
-                log.warning("could not read role config %s for W&B (%s)", path, exc)
-                continue
-            if not isinstance(doc, dict) or doc.get("role") is None:
-                continue
-            if doc.get("namespace") in self._namespaces or not doc.get("logged_as_params", True):
-                continue
-            prefix = str(doc.get("prefix") or "")
-            values = {str(k): v for k, v in dict(doc.get("values") or {}).items()}
-            section = ConfigSection(
-                role=str(doc["role"]),
-                namespace=str(doc.get("namespace")),
-                prefix=prefix,
-                values=values,
-                params={prefix + k: v for k, v in values.items()},
-            )
+        for section in saved_role_sections(self.context, self._namespaces, "W&B"):
             merged.update(job_params(section, tracking).params)  # what the role's params hold
         if merged:
             shared.run.config.update(merged, allow_val_change=True)
@@ -365,18 +332,9 @@ class WandbBackend:
         """Define the step axes and metric -> axis pairs that ``rows`` use for the first time
         (call it under the shared lock); a definition that fails is forgotten, so that the
         retry of the same records defines it again."""
-        axes, pairs = new_definitions(rows, self._axes, self._metric_axis)
-        try:
-            for axis in axes:
-                run.define_metric(axis)
-            for name, axis in pairs:
-                run.define_metric(name, step_metric=axis)
-        except Exception:
-            for axis in axes:
-                self._axes.discard(axis)
-            for name, _ in pairs:
-                self._metric_axis.pop(name, None)
-            raise
+        self._defined.define(
+            rows, lambda name, axis: run.define_metric(name, step_metric=axis), run.define_metric
+        )
 
     @hookimpl
     def log_metrics(self, records: Sequence[MetricRecord]) -> None:
@@ -384,14 +342,10 @@ class WandbBackend:
         rows = metric_rows(records)
         with shared.lock:
             self.define_axes(shared.run, rows)
-            # W&B cannot log a batch atomically: remember how far a failing batch got, so that
-            # its retry (the same records) does not log the first rows twice.
-            batch = (records[0].seq, records[-1].seq, len(records)) if records else None
-            done = self._partial[1] if self._partial and self._partial[0] == batch else 0
-            for i, row in enumerate(rows[done:], start=done):
+            # W&B cannot log a batch atomically: a failing batch's retry (the same records)
+            # starts where it stopped.
+            for row in self._retry.pending(records, rows):
                 shared.run.log(row.data())
-                self._partial = (batch, i + 1)
-            self._partial = None
 
     # -- tables, histograms, texts, artifacts (see tracking_wandb.media) ------------------------
     @hookimpl
@@ -431,13 +385,9 @@ class WandbBackend:
                         self._fold_role_configs(shared)
                     except Exception as exc:  # noqa: BLE001 - the run must still end
                         log.warning("could not fold role configs into the W&B run: %s", exc)
-                shared.exit_code = code
-            shared.users -= 1
             self.shared = None
-            if shared.users > 0:
+            if not _runs.leave(shared, code, primary=run.primary):
                 log.debug("W&B run %s stays open for %d other user(s)", shared.key, shared.users)
                 return
-            _open.pop(shared.key, None)
-            final = shared.exit_code if shared.exit_code is not None else code
             with shared.lock, redacted_argv():
-                shared.run.finish(exit_code=final)
+                shared.run.finish(exit_code=shared.status)

@@ -49,15 +49,19 @@ import wandb
 from tracking_core.plugin_api import (
     ArtifactRecord,
     HistogramRecord,
+    Row,
     TableRecord,
     TextRecord,
+    axis_of,
     path_under,
 )
 
-from .rows import DEFAULT_AXIS, TIMESTAMP_KEY, Row
+from .rows import TIMESTAMP_KEY
 
 if TYPE_CHECKING:
-    from .backend import WandbBackend, _SharedRun
+    from tracking_core.plugin_api import SharedRun
+
+    from .backend import WandbBackend
 
 log = logging.getLogger("tracking_core.backends.wandb")
 
@@ -107,15 +111,6 @@ def artifact_type(kind: str) -> str:
     if typ in _RESERVED_TYPES or typ.startswith("wandb-"):
         return "artifact"
     return typ
-
-
-def media_axis(record: TableRecord | HistogramRecord | TextRecord) -> str | None:
-    """The flat step axis of a record, as :func:`tracking_wandb.rows.axis_of` for metrics."""
-    if record.step_key is not None:
-        return record.prefix + record.step_key
-    if record.step is not None:
-        return record.prefix + DEFAULT_AXIS
-    return None
 
 
 # -- building W&B objects -----------------------------------------------------------------------
@@ -235,7 +230,7 @@ def wandb_artifact(record: ArtifactRecord) -> Any:
 # -- logging --------------------------------------------------------------------------------------
 def log_media(
     backend: WandbBackend,
-    shared: _SharedRun,
+    shared: SharedRun,
     record: TableRecord | HistogramRecord | TextRecord,
     value: Any,
     key: str | None = None,
@@ -243,7 +238,7 @@ def log_media(
     """One history row holding ``value`` under ``key`` (default: the record's name), on the
     record's step axis."""
     key = record.name if key is None else key
-    axis = media_axis(record)
+    axis = axis_of(record)
     step = None if record.step is None else int(record.step)
     row = Row(axis, step, record.timestamp, {key: 0.0})
     data: dict[str, Any] = {key: value, TIMESTAMP_KEY: record.timestamp}
@@ -274,20 +269,20 @@ def media_key(record: TableRecord | TextRecord, run_id: str) -> str:
     return short
 
 
-def log_table(backend: WandbBackend, shared: _SharedRun, record: TableRecord) -> None:
+def log_table(backend: WandbBackend, shared: SharedRun, record: TableRecord) -> None:
     log_media(backend, shared, record, wandb_table(record), media_key(record, shared.run.id))
 
 
-def log_histogram(backend: WandbBackend, shared: _SharedRun, record: HistogramRecord) -> None:
+def log_histogram(backend: WandbBackend, shared: SharedRun, record: HistogramRecord) -> None:
     log_media(backend, shared, record, wandb_histogram(record))
 
 
-def log_text(backend: WandbBackend, shared: _SharedRun, record: TextRecord) -> None:
+def log_text(backend: WandbBackend, shared: SharedRun, record: TextRecord) -> None:
     document = wandb.Html(text_html(record.text), inject=False, data_is_not_path=True)
     log_media(backend, shared, record, document, media_key(record, shared.run.id))
 
 
-def log_artifact(shared: _SharedRun, record: ArtifactRecord) -> None:
+def log_artifact(shared: SharedRun, record: ArtifactRecord) -> None:
     artifact = wandb_artifact(record)
     with shared.lock:
         shared.run.log_artifact(artifact)

@@ -417,11 +417,13 @@ class FlakyRun:
 
 
 def test_a_retried_batch_logs_each_row_once(tmp_path: Path) -> None:
-    from tracking_wandb.backend import WandbBackend, _SharedRun
+    from tracking_wandb.backend import WandbBackend
+
+    from tracking_core.plugin_api import SharedRun
 
     backend = WandbBackend(context(tmp_path, {"wandb_mode": "offline"}))
     flaky = FlakyRun()
-    backend.shared = _SharedRun(flaky, "k")
+    backend.shared = SharedRun(flaky, "k")
     batch = [
         MetricRecord("loss", float(s), s, 1.0 + s, s, None, "", "train/step") for s in range(4)
     ]

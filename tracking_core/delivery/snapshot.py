@@ -196,8 +196,11 @@ class Snapshotter:
         return True
 
     def close(self) -> None:
-        """The run ends: artifacts not snapshotted yet are let go of (counted in ``abandoned``)."""
-        self.closed.set()
+        """The run ends: artifacts not handed on yet are let go of, counted in ``abandoned`` now
+        (the finish summary reads it right after; the thread lets go of them later)."""
+        with self._idle:
+            self.closed.set()
+            self.abandoned = self._busy
 
     def _loop(self) -> None:
         while True:
@@ -206,13 +209,12 @@ class Snapshotter:
                 return
             try:
                 if self.closed.is_set():
-                    self.abandoned += 1
                     continue
                 entry = self._snapshot(held)
-                if self.closed.is_set():
-                    self.abandoned += 1
-                    continue
-                self._done(entry)
+                with self._idle:  # handed on, or counted by close(): never both
+                    if self.closed.is_set():
+                        continue
+                    self._done(entry)
             except Exception:  # noqa: BLE001 - the thread must go on
                 log.exception("tracking-core could not snapshot the artifact %s", held.source)
             finally:
