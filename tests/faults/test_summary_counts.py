@@ -1,13 +1,18 @@
 """A finish summary and the ``tracking-core sync`` after it count the same things the same way:
 what the summary says a tracker lacks is, per tracker, what the sync then delivers to it plus
-what that tracker rejects (values, tables, histograms and texts alike; configs are not values)."""
+what that tracker rejects (values, tables, histograms and texts alike; configs are not values),
+and the config sections it says are owed are those the sync says it delivered."""
 
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
-from tests.faults.conftest import Faults, explain_sync, run_job
+import pytest
+
+from tests.faults.conftest import Faults, explain_sync, once, run_job
 from tests.faults.conftest import sync as run_sync
 
 JOB = """
@@ -54,3 +59,45 @@ def test_what_the_tracker_rejects_at_sync_is_said_beside_what_it_took(faults: Fa
     assert done.returncode == 0, explain_sync(done)
     delivered, rejected = _synced(done.stdout, "faulty")
     assert (delivered, rejected) == (17, 1) and delivered + rejected == lacked, done.stdout
+
+
+CONFIG_JOB = """
+import sys, tracking_core
+run = tracking_core.start_run(config={"lr": 0.1}, backends=["faulty", "steady"], tracking_dir=sys.argv[1])
+critic = tracking_core.attach(role="critic", writer=True, collect=False, config={"lr": 1e-5})
+for step in range(3):
+    critic.log_metrics({"value_loss": step / 10}, step=step)
+report(critic=summ(critic.finish(timeout=5)), primary=summ(run.finish(timeout=5)))
+"""
+
+SYNC_IN_PROCESS = """
+import sys
+from tracking_core.delivery.sync import sync
+report = sync(sys.argv[1], stream=None, isolate=False)
+print("\\n".join(f"  {line}" for line in report.tracker_lines()))
+sys.exit(1 if report.errors else 0)
+"""
+
+
+@pytest.mark.parametrize("how", ["cli", "in-process"])
+def test_a_config_section_the_summary_says_is_owed_is_what_sync_says_it_delivered(
+    faults: Faults, tmp_path: Path, how: str
+) -> None:
+    td = tmp_path / "td"
+    job = run_job(CONFIG_JOB, faults.env(FAULT_FAIL_CONFIG="critic"), workdir=tmp_path, args=[td])
+    critic = job.result["critic"]
+    assert "faulty: 3 of 3 values delivered, config critic NOT delivered" in critic["describe"], critic["describe"]
+    owed = len(critic["backends"]["faulty"]["missing_configs"])
+    assert owed == 1 and critic["backends"]["steady"]["missing_configs"] == [], critic["describe"]
+    if how == "cli":
+        done = run_sync(td, faults.env())
+    else:
+        done = subprocess.run(
+            [sys.executable, "-c", SYNC_IN_PROCESS, str(td)], capture_output=True, text=True, env=faults.env(), timeout=180
+        )
+    assert done.returncode == 0, explain_sync(done)
+    # Only the section was missing: sync says it delivered that, and no value.
+    assert re.search(rf"^  faulty: 0 values delivered, {owed} config section\(s\) delivered$", done.stdout, re.M), done.stdout
+    assert not re.search(r"^  steady:", done.stdout, re.M), done.stdout  # it lacked nothing
+    assert [c["namespace"] for c in faults.events("config")].count("critic") == 1
+    assert faults.metrics(raw=True) == once(["critic/value_loss"], range(3))

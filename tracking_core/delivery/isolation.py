@@ -31,7 +31,7 @@ from .follower import end_of, retire
 from .journal import Acks
 from .messages import Call, Done, Event, Log, Opened, Progressed, Replay, Start, decode_event, line
 from .plan import BackendPlan, Plan
-from .progress import Progress
+from .progress import BackendProgress, Progress
 
 log = logging.getLogger("tracking_core.sync")
 
@@ -41,6 +41,8 @@ _ENDED = None
 #: Kept of the time left for a delivery process to answer and exit after its own deadline,
 #: and allowed beyond the deadline before one that did not is killed.
 MARGIN = 1.0
+#: The fields of a replaying process's progress that it reports (:class:`BackendProgress`).
+_PROGRESS = ("n", "delivered", "rejected", "owed", "configs")
 
 
 @dataclass
@@ -74,12 +76,11 @@ def replay_apart(
     lock_fd: int,
     deadline: float,
     on_opened: Callable[[str, Any], None],
-) -> tuple[dict[str, str], dict[str, Outcome], dict[str, tuple[int, int]]]:
+) -> tuple[dict[str, str], dict[str, Outcome], dict[str, BackendProgress]]:
     """Deliver the journal in ``folder`` (its lock held in ``lock_fd``) to the backends in
     ``plans``, each in its own process, by ``deadline``; ``names`` are all the journal's
     backends. Returns what is still outstanding (the journal was removed when nothing is), each
-    backend's :class:`Outcome`, and the journal's progress per backend (values delivered,
-    values rejected)."""
+    backend's :class:`Outcome`, and the journal's progress per backend."""
     end = end_of(folder, "KILLED")  # the writer died before journaling its end: done once, here
     acks = Acks(folder, names)
     timeout = max(0.0, deadline - time.monotonic() - MARGIN)
@@ -109,8 +110,7 @@ def replay_apart(
     missing = Progress(acks.progress, names).outstanding(end)
     if not missing:
         retire(folder)
-    progress = {name: (p.delivered, p.rejected) for name, p in acks.progress.items()}
-    return missing, outcomes, progress
+    return missing, outcomes, dict(acks.progress)
 
 
 def _on_event(
@@ -119,7 +119,7 @@ def _on_event(
     if isinstance(event, Progressed):
         for backend, progress in event.acks.items():
             if backend == name:
-                acks.update(name, **{k: progress[k] for k in ("n", "delivered", "rejected", "owed") if k in progress})
+                acks.update(name, **{k: progress[k] for k in _PROGRESS if k in progress})
         acks.save()
     elif isinstance(event, Call):
         outcome.inside = event.hook

@@ -10,6 +10,9 @@ finish summary and the end-of-run block cannot answer it differently:
   other writers of its node): an owed section is offered again only by a later delivery;
 * is the run closed in a backend (:meth:`BackendProgress.closed`), does it owe a config section
   (:meth:`BackendProgress.owes_config`);
+* what a delivery did here (:meth:`BackendProgress.since`): values delivered and rejected, and
+  config sections delivered, counted as the finish summary counts what is owed (``tracking-core
+  sync`` says it);
 * may segments go (:meth:`Progress.done_through`: every record up to it is done everywhere);
 * may the journal go, and what is missing where (:meth:`Progress.outstanding`): **the
   completion rule** — the close is journaled and every backend has done every record up to it,
@@ -33,12 +36,14 @@ __all__ = ["BackendProgress", "Progress"]
 @dataclass
 class BackendProgress:
     """How far one backend is: every record up to ``n`` is handled (done, or ``owed``: config
-    records it refused, still to deliver); ``delivered`` and ``rejected`` count values."""
+    records it refused, still to deliver); ``delivered`` and ``rejected`` count values,
+    ``configs`` the config sections delivered."""
 
     n: int = -1
     delivered: int = 0
     rejected: int = 0
     owed: list[int] = field(default_factory=list)
+    configs: int = 0
 
     def done(self, n: int) -> bool:
         """Record ``n`` is done here: delivered, or rejected by the tracker and reported."""
@@ -69,8 +74,25 @@ class BackendProgress:
             missing.append(f"{len(self.owed)} config section(s)")
         return ", ".join(missing)
 
+    def since(self, before: BackendProgress | None) -> tuple[int, int, int]:
+        """What was done here since ``before`` (None: nothing yet): values delivered, values
+        rejected, config sections delivered. A section the summary called owed (refused, or not
+        reached) and a later delivery took counts here, and nowhere as a value."""
+        was = before or BackendProgress()
+        return (
+            max(0, self.delivered - was.delivered),
+            max(0, self.rejected - was.rejected),
+            max(0, self.configs - was.configs),
+        )
+
     def to_dict(self) -> dict[str, Any]:
-        return {"n": self.n, "delivered": self.delivered, "rejected": self.rejected, "owed": list(self.owed)}
+        return {
+            "n": self.n,
+            "delivered": self.delivered,
+            "rejected": self.rejected,
+            "owed": list(self.owed),
+            "configs": self.configs,
+        }
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> BackendProgress:
@@ -81,6 +103,7 @@ class BackendProgress:
             delivered=int(data.get("delivered", 0)),
             rejected=int(data.get("rejected", 0)),
             owed=[int(x) for x in data.get("owed", [])],
+            configs=int(data.get("configs", 0)),
         )
 
 

@@ -45,7 +45,7 @@ from .journal import (
     read_meta,
 )
 from .plan import BackendPlan, context_to_dict, plain
-from .progress import Progress
+from .progress import BackendProgress, Progress
 from .worker import count_values
 from .writers import identity
 
@@ -87,12 +87,15 @@ class SyncReport:
     ``delivered`` and ``rejected`` say it per tracker, counted as a run's finish summary counts
     the values it did not deliver (each metric value, each table, histogram, text and artifact;
     not config sections nor the close): a summary's "N NOT delivered" for a tracker is what a
-    sync then delivers to it plus what that tracker rejects."""
+    sync then delivers to it plus what that tracker rejects. ``configs`` counts the config
+    sections delivered per tracker, as the summary counts those it owes (both from the
+    journal's :class:`~.progress.BackendProgress`)."""
 
     journals: int = 0
     records: int = 0
     delivered: dict[str, int] = field(default_factory=dict)
     rejected: dict[str, int] = field(default_factory=dict)
+    configs: dict[str, int] = field(default_factory=dict)
     opened: list[str] = field(default_factory=list)
     skipped_live: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
@@ -102,22 +105,27 @@ class SyncReport:
     #: journal folder -> lines in it that were not records (cut or garbage), read past
     bad_lines: dict[str, int] = field(default_factory=dict)
 
-    def add(self, name: str, delivered: int, rejected: int) -> None:
-        """Count one tracker's progress through one journal."""
+    def add(self, name: str, delivered: int, rejected: int, configs: int = 0) -> None:
+        """Count one tracker's progress through one journal (see :meth:`.BackendProgress.since`)."""
         self.records += max(0, delivered)
         self.delivered[name] = self.delivered.get(name, 0) + max(0, delivered)
         if rejected > 0:
             self.rejected[name] = self.rejected.get(name, 0) + rejected
+        if configs > 0:
+            self.configs[name] = self.configs.get(name, 0) + configs
 
     def tracker_lines(self) -> list[str]:
-        """One line per tracker this sync delivered to (or whose values it rejected)."""
+        """One line per tracker this sync delivered to (values or config sections) or whose
+        values it rejected."""
         lines = []
-        for name in sorted(set(self.delivered) | set(self.rejected)):
-            if not (self.delivered.get(name) or self.rejected.get(name)):
+        for name in sorted(set(self.delivered) | set(self.rejected) | set(self.configs)):
+            if not (self.delivered.get(name) or self.rejected.get(name) or self.configs.get(name)):
                 continue  # it lacked nothing
             text = f"{name}: {self.delivered.get(name, 0)} values delivered"
             if self.rejected.get(name):
                 text += f", {self.rejected[name]} rejected by the tracker (see the warnings above)"
+            if self.configs.get(name):
+                text += f", {self.configs[name]} config section(s) delivered"
             lines.append(text)
         return lines
 
@@ -185,7 +193,7 @@ def replay(
     run_id = str(meta["handle"]["run_id"])
     handle = handles.get(run_id) or _saved_handle(meta)
     handles[run_id] = handle
-    before = {name: (p.delivered, p.rejected) for name, p in read_acks(folder).items()}
+    before = read_acks(folder)
     try:
         setup = _setup(folder, meta, handle, manager, report)
     except Refused as exc:
@@ -210,9 +218,9 @@ def replay(
     )
     follower.start()
     result = follower.finish(follower.replay_end(), max(0.0, deadline - time.monotonic()))
-    for name, b in result["backends"].items():
-        was = before.get(name, (0, 0))
-        report.add(name, int(b["delivered"]) - was[0], int(b["rejected"]) - was[1])
+    for name in result["backends"]:
+        if name in follower.acks.progress:
+            report.add(name, *follower.acks.progress[name].since(before.get(name)))
     if result.get("bad_lines"):
         report.bad_lines[str(folder)] = int(result["bad_lines"])
     if result["outstanding"]:
@@ -242,7 +250,7 @@ def _take_over(folder: Path, report: SyncReport, stream: TextIO | None, deadline
 
 
 def _replay_apart(
-    folder: Path, setup: _Setup, lock_fd: int, deadline: float, report: SyncReport, before: dict[str, tuple[int, int]]
+    folder: Path, setup: _Setup, lock_fd: int, deadline: float, report: SyncReport, before: dict[str, BackendProgress]
 ) -> None:
     """Each backend in a process of its own (see :mod:`.isolation`)."""
     plans = [
@@ -257,14 +265,13 @@ def _replay_apart(
     ]
     timeout = max(0.0, deadline - time.monotonic())
     try:
-        missing, outcomes, delivered = replay_apart(
+        missing, outcomes, progress = replay_apart(
             folder, setup.names, plans, setup.prefix, lock_fd, deadline, setup.on_opened
         )
     finally:
         os.close(lock_fd)
-    for name, (got, refused) in delivered.items():
-        was = before.get(name, (0, 0))
-        report.add(name, got - was[0], refused - was[1])
+    for name, p in progress.items():
+        report.add(name, *p.since(before.get(name)))
     bad = max((int((o.report or {}).get("bad_lines") or 0) for o in outcomes.values()), default=0)
     if bad:
         report.bad_lines[str(folder)] = bad

@@ -715,12 +715,15 @@ class BackendWorker:
         still_owed = [n for n in progress.owed if n not in numbers]
         if owed:
             still_owed += sorted(numbers)
+        # Config sections delivered, counted apart from values (as the summary counts those owed).
+        configs = len(numbers) if not (delivered or rejected or owed) and batch[0]["t"] == "config" else 0
         self.acks.update(
             self.name,
             n=max(progress.n, batch[-1]["n"]),
             delivered=progress.delivered + delivered,
             rejected=progress.rejected + rejected,
             owed=still_owed,
+            configs=progress.configs + configs,
         )
         with self._progress:
             self._owed_retrying -= numbers
