@@ -48,6 +48,7 @@ from tracking_core.plugin_api import (
 from . import settings
 from .keys import MlflowKeyShaper, mlflow_key, mlflow_params, mlflow_tag_key
 from .media import MlflowMedia
+from .views import RUN_ID_TAG
 
 settings.apply_env_defaults()
 
@@ -62,8 +63,6 @@ T = TypeVar("T")
 #: The experiment tag that makes MLflow's UI show an experiment as model training.
 EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
 EXPERIMENT_KIND = "custom_model_development"
-#: Tag that identifies the job's run in MLflow (what makes ``open_run`` idempotent).
-RUN_ID_TAG = "tracking_core.run_id"
 #: Prefix of the tags that record a changed config value (``config_changed/<key>``).
 CHANGED_TAG = "config_changed/"
 #: Prefix of the tags that map a shaped metric key back to the key that was logged.

@@ -16,7 +16,8 @@ from typing import Any
 from tracking_core.plugin_api import RunHandle, TrackerReport, Viewer, hookimpl, runnable
 
 NAME = "mlflow"
-#: The run tag that names the job's run id (set by the backend on every run).
+#: The run tag that names the job's run id: what makes the backend's ``open_run`` idempotent and
+#: how a run is found by the job's id (the backend sets it on every run it creates).
 RUN_ID_TAG = "tracking_core.run_id"
 
 
