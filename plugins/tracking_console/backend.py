@@ -76,7 +76,6 @@ class _Console:
         self.fd = fd
         self.interval = interval
         self.users = 0
-        self.written = 0
         self.dropped = 0
         self._cond = threading.Condition()
         #: Finish summaries, written before any later view, each with the event set once written.
@@ -96,7 +95,6 @@ class _Console:
         while data:
             n = os.write(self.fd, data)  # may block: only this thread ever waits for the terminal
             data = data[n:]
-        self.written += 1
 
     def _next(self) -> tuple[str, threading.Event | None] | None:
         """What to write now (``("", None)`` after a wait), or None to stop; called with the
@@ -164,6 +162,13 @@ def _release(console: _Console) -> None:
         if console.users <= 0:
             _boards.pop((console.board.run_id, console.fd), None)
             console.stop()
+            if console.dropped:
+                log.warning(
+                    "console: %d view(s) of run %s not shown: the terminal (stderr) was closed "
+                    "or did not take them in time; the trackers have every value",
+                    console.dropped,
+                    console.board.run_id,
+                )
 
 
 class ConsoleBackend:

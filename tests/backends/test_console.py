@@ -120,6 +120,24 @@ def test_blocked_stderr_blocks_neither_log_metrics_nor_finish(tmp_path: Path) ->
         os.close(w)
 
 
+def test_views_a_closed_stderr_did_not_take_are_counted_and_said(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    r, w = os.pipe()
+    os.close(r)  # nobody will ever read: every write fails (EPIPE)
+    try:
+        backend = ConsoleBackend(context(tmp_path, 0.01), fd=w)
+        backend.open_run(run=backend.context, target={})
+        backend.log_metrics(records(0, role="driver"))
+        time.sleep(0.1)  # the writer tries the view and fails
+        with caplog.at_level("WARNING", logger="tracking_core.backends.console"):
+            backend.close_run(status=RunStatus.FINISHED, run=backend.context)
+    finally:
+        os.close(w)
+    said = [r.getMessage() for r in caplog.records if "not shown" in r.getMessage()]
+    assert len(said) == 1 and said[0].startswith("console: 2 view(s) of run job-1 not shown"), said
+
+
 CHILD = """
 import json, logging, os, sys, time, warnings
 # Nothing else of this process may write to its (full) stderr: the console alone is under test.
