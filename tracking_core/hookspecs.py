@@ -64,13 +64,13 @@ HOOK_NAMES = (
     "close_run",
     "publish_writer",
     "read_writers",
-    "register_commands",
     "tracker_location",
     "tracker_sync",
     "tracker_viewer",
     "read_tracker",
     "show_run_files",
     "project_options",
+    "register_commands",
 )
 
 
@@ -242,20 +242,6 @@ def read_writers(run: RunContext) -> Mapping[str, Mapping[str, Any]] | None:
     the writers on other nodes and to name, in its summary and on the run, each that still owes
     data."""
 
-
-@hookspec
-def register_commands(register: CommandRegistrar) -> None:
-    """Add subcommands to ``tracking-core`` by calling ``register(name, run, help=..., parser=...)``.
-
-    ``help`` is the command's line in ``tracking-core --help``. ``parser`` (optional) builds the
-    command's own :class:`argparse.ArgumentParser`, its options, description and ``--help``:
-    it is called only when the command runs, so listing commands never imports what a command
-    needs. ``run`` gets the namespace that parser made of the arguments after the command's
-    name and returns the exit status (None: 0); an option of that parser also given before the
-    command (``tracking-core --tracking-dir DIR NAME``) fills it when not given after. A name
-    that is taken (a built-in command, or another plugin's) is refused; a plugin whose hook
-    raises is reported by name and none of its commands is added.
-    """
 
 # -- what a tracker says about a run it holds (``tracking-core show`` / ``ui``, start and end) --
 # Plugin-module hooks, asked per backend of a run with its entry of the run handle: the plugin
