@@ -48,6 +48,8 @@ from .system_metrics import ROLE as SYSTEM_ROLE
 from .writer import decide_writer
 
 log = logging.getLogger("tracking_core.runs")
+#: The kinds the log_* methods queue (bound here: log_metrics looks its kind up once per call).
+_METRIC, _TABLE, _HISTOGRAM, _TEXT = kinds.METRIC, kinds.TABLE, kinds.HISTOGRAM, kinds.TEXT
 
 DEFAULT_FLUSH_INTERVAL = 0.5
 DEFAULT_FINISH_TIMEOUT = 30.0
@@ -442,7 +444,7 @@ class Run:
             self._usable("log_metrics")
             return
         try:
-            self._append(("row", time.time(), dict(metrics), step, step_key))
+            self._append((_METRIC, time.time(), dict(metrics), step, step_key))
         except Exception as exc:  # noqa: BLE001 - a lazy view may raise anything while it is read
             self._warn_once(
                 "metrics",
@@ -476,7 +478,7 @@ class Run:
         except Exception as exc:  # noqa: BLE001 - bad input is reported, never raised
             self._warn_once("table", "log_table(%r) needs a sequence of mappings or a DataFrame (%s: %s); nothing logged", key, type(exc).__name__, exc)
             return
-        self._queue(("table", time.time(), key, held, step, step_key))
+        self._queue((_TABLE, time.time(), key, held, step, step_key))
 
     def log_histogram(
         self, key: str, values: Any, *, step: int | None = None, step_key: str | None = None, bins: int = kinds.DEFAULT_BINS
@@ -492,14 +494,14 @@ class Run:
         except Exception as exc:  # noqa: BLE001
             self._warn_once("histogram", "log_histogram(%r) needs a sequence, array or tensor of numbers (%s: %s); nothing logged", key, type(exc).__name__, exc)
             return
-        self._queue(("hist", time.time(), key, held, step, step_key, bins))
+        self._queue((_HISTOGRAM, time.time(), key, held, step, step_key, bins))
 
     def log_text(self, key: str, text: str, *, step: int | None = None, step_key: str | None = None) -> None:
         """Queue a text at ``step`` (secret-shaped strings redacted in the background)."""
         if self._state is not None:
             self._usable("log_text")
             return
-        self._queue(("text", time.time(), key, text, step, step_key))
+        self._queue((_TEXT, time.time(), key, text, step, step_key))
 
     def log_artifact(self, path: str | os.PathLike[str], *, name: str | None = None, kind: str = "artifact") -> None:
         """Queue a file or a directory (a checkpoint, a samples dump, a plot) as it is now.

@@ -47,14 +47,16 @@ from typing import Any
 from .. import settings
 from ..records import ConfigSection
 from . import kinds, snapshot
-from .journal import JOURNAL_DIR, JournalWriter, dumps, encode_value, section_to_dict
+from .entries import Artifact, encode_value, row_line
+from .journal import JOURNAL_DIR, JournalWriter, dumps
 from .modes import Delivery
 
 log = logging.getLogger("tracking_core.delivery")
 
-#: An item of the intake: ("row", ts, metrics, step, step_key), ("table" | "hist" | "text", ts,
-#: key, held value, step, step_key[, bins]), ("artifact", entry), ("config", section),
-#: ("end", status).
+#: An item of the intake, its kind first (:mod:`tracking_core.delivery.kinds`): (METRIC, ts,
+#: metrics, step, step_key); (TABLE | HISTOGRAM | TEXT, ts, key, held value, step, step_key,
+#: *what its conversion takes besides: a histogram's bins); (ARTIFACT, its entry once
+#: snapshotted); (CONFIG, section); (END, status).
 Item = tuple[Any, ...]
 
 #: A chunk: at most this many items, or about this many seconds of conversion, per write.
@@ -172,14 +174,14 @@ class Intake:
 
     # -- the caller's side ------------------------------------------------------------------
     def config(self, section: ConfigSection) -> None:
-        self.items.append(("config", section))
+        self.items.append((kinds.CONFIG, section))
         self._wake.set()
 
     def artifact(self, held: snapshot.Held) -> None:
         self.snapshots.put(held)
 
-    def _snapshotted(self, entry: dict[str, Any]) -> None:
-        self.items.append(("artifact", entry))
+    def _snapshotted(self, entry: Artifact) -> None:
+        self.items.append((kinds.ARTIFACT, entry))
         self._wake.set()
 
     def relieve(self) -> None:
@@ -202,7 +204,7 @@ class Intake:
                 "tracking-core: the run ends while artifacts are still being copied for their "
                 "snapshot; those are not delivered (give finish() a longer timeout)"
             )
-        self.items.append(("end", status))
+        self.items.append((kinds.END, status))
         last = self.pump()
         return self._end_n if self._end_n is not None else last
 
@@ -262,6 +264,7 @@ class Intake:
         clock = time.perf_counter
         began = clock()
         taken = 0
+        logged = self.logged
         while items and taken < most:
             item = items.popleft()
             taken += 1
@@ -271,13 +274,13 @@ class Intake:
             line = self._line(item)
             if line is not None:
                 lines.append(line)
-                if item[0] == "end":
+                if item[0].closes:
                     self._end_n = line["n"]
             if clock() - began > CHUNK_SECONDS:
                 break
         self._taken += taken
         if lines and not self._closed:
-            self._write(lines)
+            self._write(lines, self.logged - logged)
         self._measured(clock() - began, taken)
         return True
 
@@ -293,40 +296,36 @@ class Intake:
 
     def _late(self, item: Item) -> None:
         """An item queued after the end (or the close): ignored, counted, said once."""
-        kind = item[0]
-        if kind == "end":
+        kind: kinds.Kind = item[0]
+        if kind.closes:
             return
-        self.late += len(item[2]) if kind == "row" and isinstance(item[2], Mapping) else 1
-        what = {"row": "log_metrics", "hist": "log_histogram"}.get(kind, f"log_{kind}")
+        self.late += len(item[2]) if kind.batched and isinstance(item[2], Mapping) else 1
         self._warn_once(
             "late",
             "%s() after finish() of run %s: ignored (it came after the run's end; the finish "
             "summary counts such values)",
-            what,
+            kind.method,
             self.run_id,
         )
 
     def _line(self, item: Item) -> dict[str, Any] | None:
-        kind = item[0]
+        """The journal line of an item, numbered (None: nothing to journal, the item was
+        skipped and counted). Metric rows take their own path (per value); a kind with a
+        conversion is converted and keyed; any other kind's entry is made as it is."""
+        kind: kinds.Kind = item[0]
+        if kind.batched:
+            return self._row(*item[1:])
+        if kind.convert is not None:
+            return self._keyed(*item)
         try:
-            if kind == "row":
-                return self._row(*item[1:])
-            if kind in kinds.NOUNS and kind != "artifact":
-                return self._rich(*item)
-            if kind == "artifact":
-                obj = {"n": self.next_n, **item[1]}
-                snapshot.number(obj, self.next_n)
-            elif kind == "config":
-                obj = {"n": self.next_n, "t": "config", "section": section_to_dict(item[1])}
-            else:
-                obj = {"n": self.next_n, "t": "end", "status": str(item[1]), "ts": time.time()}
+            entry = kind.make(self.next_n, item[1])
+            obj = entry.encode()
             self._encoded[obj["n"]] = dumps(obj)  # fails here, not in the journal write
-            if kind == "artifact":
-                self.logged += 1
         except Exception as exc:  # noqa: BLE001 - one bad item never stops the others
-            self.skipped[f"<{kind}>"] += 1
-            self._warn_once(f"item-{kind}", "tracking-core could not journal a %s (%s: %s); it is skipped and counted in the finish summary", kind, type(exc).__name__, exc)
+            self.skipped[f"<{kind.tag}>"] += 1
+            self._warn_once(f"item-{kind.tag}", "tracking-core could not journal a %s (%s: %s); it is skipped and counted in the finish summary", kind.name, type(exc).__name__, exc)
             return None
+        self.logged += kind.values(entry)
         self.next_n += 1
         return obj
 
@@ -350,7 +349,7 @@ class Intake:
         if not values:
             return None
         self.logged += len(values)
-        obj = {"n": self.next_n, "t": "row", "ts": ts, "m": values, "st": step, "sk": None if step_key is None else str(step_key)}
+        obj = row_line(self.next_n, ts, values, step, None if step_key is None else str(step_key))
         self.next_n += 1
         return obj
 
@@ -361,25 +360,20 @@ class Intake:
             self._warn_once("step", "tracking-core: %s; logged without a step", exc)
             return None
 
-    def _rich(self, kind: str, ts: float, key: Any, value: Any, step: Any, step_key: Any, bins: int = 0) -> dict[str, Any] | None:
+    def _keyed(self, kind: kinds.Kind, ts: float, key: Any, value: Any, step: Any, step_key: Any, *extra: Any) -> dict[str, Any] | None:
+        """A table, histogram or text: its held value converted by its kind, under its key."""
         name = kinds.NAMES[key if isinstance(key, str) else str(key)]  # secret shapes replaced
-        obj: dict[str, Any] = {"n": self.next_n, "t": kind, "ts": ts, "k": name}
         try:
-            if kind == "table":
-                obj["cols"], obj["rows"] = kinds.table_entry(value, self.redact)
-            elif kind == "hist":
-                obj["h"] = kinds.histogram_entry(value, bins)
-            else:
-                obj["x"] = kinds.text_entry(value, self.redact)
-            obj["st"] = self._checked_step(step)
-            obj["sk"] = None if step_key is None else str(step_key)
-            self._encoded[obj["n"]] = dumps(obj)
+            fields = kind.convert(value, self.redact, *extra)  # type: ignore[misc]
+            entry = kind.entry(self.next_n, ts, name, *fields, self._checked_step(step), None if step_key is None else str(step_key))
+            obj = entry.encode()
+            self._encoded[self.next_n] = dumps(obj)
         except Exception as exc:  # noqa: BLE001 - bad input is reported, never raised
             self.skipped[self.prefix + name] += 1
             self._warn_once(
-                f"{kind}-{name}",
+                f"{kind.tag}-{name}",
                 "%s %r could not be logged (%s: %s); it is skipped and counted in the finish summary",
-                {"table": "table", "hist": "histogram", "text": "text"}[kind],
+                kind.name,
                 self.prefix + name,
                 type(exc).__name__,
                 exc,
@@ -390,8 +384,9 @@ class Intake:
         return obj
 
     # -- where the records go -----------------------------------------------------------------
-    def _write(self, lines: list[dict[str, Any]]) -> None:
-        """The journal, else the spill journal, else delivery in memory (see the module doc)."""
+    def _write(self, lines: list[dict[str, Any]], values: int) -> None:
+        """The journal, else the spill journal, else delivery in memory (see the module doc);
+        ``values``: what the lines count for (:func:`kinds.count`)."""
         encoded = self._encoded
         data = "".join((encoded.pop(o["n"], None) or dumps(o)) + "\n" for o in lines).encode()
         failed: OSError | None = None
@@ -405,11 +400,11 @@ class Intake:
         if spill is not None:
             spill_failed = _append(spill, data)
             if spill_failed is None:
-                self.spilled += _values(lines)
+                self.spilled += values
                 self._now_in("spill", failed)
                 return
             self._spill_error = spill_failed
-        self.not_journaled += _values(lines)
+        self.not_journaled += values
         self._now_in("memory", failed)
         if self.delivery is not None:
             self.delivery.feed(("records", lines))
@@ -472,6 +467,3 @@ def _append(writer: JournalWriter, data: bytes) -> OSError | None:
         return exc
     return None
 
-
-def _values(lines: list[dict[str, Any]]) -> int:
-    return sum(len(o["m"]) if o["t"] == "row" else 1 for o in lines)

@@ -592,6 +592,8 @@ def find_journals(root: Path) -> Iterator[Path]:
 def scan(folder: Path) -> tuple[int, int | None, BadLines]:
     """The last record number of a journal nobody writes any more, its end's number (None
     when the writer died before journaling its end) and the bad lines met on the way."""
+    from .entries import is_end
+
     reader = SegmentReader(folder)
     last, end = -1, None
     while True:
@@ -600,7 +602,7 @@ def scan(folder: Path) -> tuple[int, int | None, BadLines]:
             break
         for obj in got:
             last = max(last, obj["n"])
-            if obj["t"] == "end":
+            if is_end(obj):
                 end = obj["n"]
     reader.close()
     return last, end, reader.bad
@@ -610,7 +612,9 @@ def append_end(folder: Path, n: int, status: str) -> None:
     """Journal the end of a run whose writer died without it (under ``follower.lock``)."""
     found = segments(folder)
     path = found[-1][1] if found else folder / segment_name(0)
-    line = dumps({"n": n, "t": "end", "status": status, "ts": time.time(), "by": "follower"})
+    from .entries import End  # the entries are encoded there (it reads this module's helpers)
+
+    line = dumps(End(n, status, time.time(), by="follower").encode())
     fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
     try:
         size = os.fstat(fd).st_size

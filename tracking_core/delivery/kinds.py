@@ -1,36 +1,347 @@
-"""The rich record kinds on their way through the journal: tables, histograms, texts, artifacts.
+"""The record kinds, in one registry: everything the core does with each kind of record.
 
-Three steps, each in one place:
+A :class:`Kind` per kind -- :data:`METRIC`, :data:`TABLE`, :data:`HISTOGRAM`, :data:`TEXT`,
+:data:`ARTIFACT`, :data:`CONFIG`, :data:`END` -- says, in one place:
+
+* its **entry** in the journal (:mod:`tracking_core.delivery.entries`: the typed entry, its
+  compact encoding on disk and its decoding);
+* its **conversion on the pump**: ``convert`` turns what the training thread held (rows of a
+  table, the values of a histogram, a text) into the entry's fields -- plain cells, bins and the
+  exact summary of a distribution, secret-shaped strings redacted (:func:`redacts_text`); or
+  ``make`` builds the entry of what needs no conversion (a config section, an artifact once
+  snapshotted, the end); metric rows take the pump's own per-value path (``batched``);
+* the **hook** that takes it and the records that hook receives (``records``, ``arguments``);
+* its **fallbacks** for a backend without that hook (a table or an artifact as a text, a
+  histogram as summary series, else set aside and counted): ``optional`` kinds only;
+* how it **counts** in the finish summary and ``tracking-core sync`` (``values``), what it is
+  called in messages (``name``, ``noun``, ``method``), and how delivery treats it: rows join in
+  batches (``batched``), a refused config section is owed, not rejected (``owed``), the end
+  closes the run (``closes``).
+
+The pump, the delivery worker and sync ask the registry (:func:`of`, :func:`count`) instead of
+comparing kind names, so a new kind is a :class:`Kind` here (with its entry, record type and hook)
+and each tracker's handler for it.
+
+Where each step runs:
 
 * :func:`hold_rows` / :func:`hold_values` run on the **training thread**: the cheapest copy that
   keeps what the caller logged from changing under us (a shallow copy of each row, a copy of
   an array), no conversion;
-* :func:`table_entry`, :func:`histogram_entry`, :func:`text_entry` run on the **pump**: plain
-  cells (redacted strings), bins and the exact summary of a distribution, as journal entries;
-* :func:`record_of` runs in the **worker**: the entry as the record a backend's hook receives,
-  and :func:`as_text` renders one for a backend that has no hook of its own for its kind.
+* ``convert`` / ``make`` run on the **pump**;
+* ``records`` runs in the **worker**, and :func:`as_text` renders a record for a backend that
+  has no hook of its own for its kind.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from .. import settings
 from ..config.secrets import NAMES
-from ..records import ArtifactRecord, Cell, HistogramRecord, TableRecord, TextRecord
-from .journal import encode_value
+from ..records import (
+    ArtifactRecord,
+    Cell,
+    ConfigSection,
+    HistogramRecord,
+    MetricRecord,
+    TableRecord,
+    TextRecord,
+)
+from . import entries, snapshot
+from .entries import (
+    Artifact,
+    Config,
+    Damaged,
+    End,
+    Entry,
+    Histogram,
+    Row,
+    Table,
+    Text,
+    Unknown,
+)
 
-#: The journal's entry types of the rich kinds, and the hook that takes each.
-HOOKS = {"table": "log_table", "hist": "log_histogram", "text": "log_text", "artifact": "log_artifact"}
-#: What each kind is called in messages.
-NOUNS = {"table": "tables", "hist": "histograms", "text": "texts", "artifact": "artifacts"}
+__all__ = ["ARTIFACT", "CONFIG", "END", "HISTOGRAM", "KINDS", "METRIC", "NAMES", "TABLE", "TEXT", "Fallback", "Kind", "count", "of"]
+
 PERCENTILES = (5, 25, 50, 75, 95)
 DEFAULT_BINS = 64
 MAX_BINS = 512
+#: Records of one journal entry get consecutive ``seq`` numbers inside a span of this size
+#: (the entry's number times the span, plus the value's place in its row).
+ROW_SPAN = 1 << 20
 
 RichRecord = TableRecord | HistogramRecord | TextRecord | ArtifactRecord
+
+
+# -- the registry ------------------------------------------------------------------------------
+@dataclass(frozen=True, eq=False)
+class Fallback:
+    """How a kind reaches a backend without its hook: through ``hook``, with the keyword
+    arguments ``arguments`` makes of the record; ``how`` completes the warning said once."""
+
+    hook: str
+    how: str
+    arguments: Callable[[Any], dict[str, Any]]
+
+
+def _none(*_: Any) -> Any:
+    return None
+
+
+@dataclass(frozen=True, eq=False)
+class Kind:
+    """One record kind (see the module doc)."""
+
+    #: what one is called in messages ("histogram"), and many ("histograms")
+    name: str
+    noun: str
+    #: its journal entry (:mod:`.entries`)
+    entry: type
+    #: the ``Run`` method that logs it (messages say it)
+    method: str
+    #: the backend hook that takes it (None: nothing to deliver)
+    hook: str | None
+    #: entry, prefix, role -> the records its hook receives (raises for a damaged entry)
+    records: Callable[[Any, str, str | None], list[Any]]
+    #: those records as the hook's keyword arguments (``run`` is added)
+    arguments: Callable[[list[Any]], dict[str, Any]]
+    #: how many values an entry counts for (summary, sync)
+    values: Callable[[Any], int]
+    #: pump: (held value, redact, *extra) -> the entry's own fields, between its key and its step
+    convert: Callable[..., tuple[Any, ...]] | None = None
+    #: pump: (record number, payload) -> the entry, for a kind that needs no conversion
+    make: Callable[[int, Any], Any] = _none
+    #: a backend may lack its hook: the fallbacks are tried in order, else it is set aside
+    optional: bool = False
+    fallbacks: tuple[Fallback, ...] = ()
+    #: consecutive entries are delivered together, up to a backend's ``max_batch`` values
+    batched: bool = False
+    #: refused by a backend that takes other records: owed (kept for sync), not rejected
+    owed: bool = False
+    #: the run's end: nothing follows it, and a worker closes the run with it
+    closes: bool = False
+
+    @property
+    def tag(self) -> str:
+        """Its entries' tag on disk (``t``)."""
+        return entries.TAGS[self.entry]
+
+
+def _one(_: Any) -> int:
+    return 1
+
+
+def _zero(_: Any) -> int:
+    return 0
+
+
+def metric_records(row: Row, prefix: str, role: str | None) -> list[MetricRecord]:
+    """The metric records of one journaled row."""
+    n, ts, values, step, step_key = row
+    base = n * ROW_SPAN
+    return [MetricRecord(key, float(value), step, ts, base + i, role, prefix, step_key) for i, (key, value) in enumerate(values.items())]
+
+
+def summary_records(h: HistogramRecord) -> list[MetricRecord]:
+    """A histogram as the summary series of a backend without histograms."""
+    return [
+        MetricRecord(f"{h.key}/{suffix}", value, h.step, h.timestamp, h.seq + i, h.role, h.prefix, h.step_key)
+        for i, (suffix, value) in enumerate(h.summary().items())
+    ]
+
+
+def _table_record(e: Table, prefix: str, role: str | None) -> list[TableRecord]:
+    rows = tuple(tuple(r) for r in e.rows)
+    return [TableRecord(e.key, tuple(e.columns), rows, e.step, e.timestamp, e.n * ROW_SPAN, role, prefix, e.step_key)]
+
+
+def _histogram_record(e: Histogram, prefix: str, role: str | None) -> list[HistogramRecord]:
+    return [
+        HistogramRecord(
+            key=e.key,
+            counts=tuple(e.counts),
+            edges=tuple(e.edges),
+            count=e.value_count,
+            min=e.min,
+            max=e.max,
+            sum=e.sum,
+            sum_squares=e.sum_squares,
+            percentiles=dict(e.percentiles),
+            step=e.step,
+            timestamp=e.timestamp,
+            seq=e.n * ROW_SPAN,
+            role=role,
+            prefix=prefix,
+            step_key=e.step_key,
+            non_finite=e.non_finite,
+        )
+    ]
+
+
+def _text_record(e: Text, prefix: str, role: str | None) -> list[TextRecord]:
+    return [TextRecord(e.key, e.text, e.step, e.timestamp, e.n * ROW_SPAN, role, prefix, e.step_key)]
+
+
+def _artifact_record(e: Artifact, prefix: str, role: str | None) -> list[ArtifactRecord]:
+    record = ArtifactRecord(
+        key=e.key,
+        kind=e.artifact_kind,
+        path=e.path,
+        source=e.source,
+        is_dir=e.is_dir,
+        size=e.size,
+        files=e.files,
+        timestamp=e.timestamp,
+        seq=e.n * ROW_SPAN,
+        role=role,
+        prefix=prefix,
+        snapshot=e.snapshot,
+    )
+    return [record]
+
+
+def _as(keyword: str) -> Callable[[list[Any]], dict[str, Any]]:
+    def arguments(records: list[Any]) -> dict[str, Any]:
+        return {keyword: records[0]}
+
+    return arguments
+
+
+def _config_arguments(records: list[ConfigSection]) -> dict[str, Any]:
+    return {"config": records[0], "role": records[0].role}
+
+
+def _damaged(e: Damaged, prefix: str, role: str | None) -> list[Any]:
+    raise e.error
+
+
+_AS_TEXT = Fallback("log_text", "as text through log_text", lambda record: {"text": as_text(record)})
+
+METRIC = Kind(
+    name="metric",
+    noun="metrics",
+    entry=Row,
+    method="log_metrics",
+    hook="log_metrics",
+    records=metric_records,
+    arguments=lambda records: {"records": records},
+    values=lambda row: len(row.values),
+    batched=True,
+)
+TABLE = Kind(
+    name="table",
+    noun="tables",
+    entry=Table,
+    method="log_table",
+    hook="log_table",
+    records=_table_record,
+    arguments=_as("table"),
+    values=_one,
+    convert=lambda rows, redact: table_entry(rows, redact),
+    optional=True,
+    fallbacks=(_AS_TEXT,),
+)
+HISTOGRAM = Kind(
+    name="histogram",
+    noun="histograms",
+    entry=Histogram,
+    method="log_histogram",
+    hook="log_histogram",
+    records=_histogram_record,
+    arguments=_as("histogram"),
+    values=_one,
+    convert=lambda values, redact, bins: histogram_entry(values, bins),
+    optional=True,
+    fallbacks=(
+        Fallback(
+            "log_metrics",
+            "as summary series through log_metrics (<key>/mean, /min, /max, /p50, ...)",
+            lambda record: {"records": summary_records(record)},
+        ),
+        _AS_TEXT,
+    ),
+)
+TEXT = Kind(
+    name="text",
+    noun="texts",
+    entry=Text,
+    method="log_text",
+    hook="log_text",
+    records=_text_record,
+    arguments=_as("text"),
+    values=_one,
+    convert=lambda text, redact: (text_entry(text, redact),),
+    optional=True,
+)
+ARTIFACT = Kind(
+    name="artifact",
+    noun="artifacts",
+    entry=Artifact,
+    method="log_artifact",
+    hook="log_artifact",
+    records=_artifact_record,
+    arguments=_as("artifact"),
+    values=_one,
+    make=lambda n, entry: snapshot.numbered(entry, n),
+    optional=True,
+    fallbacks=(_AS_TEXT,),
+)
+CONFIG = Kind(
+    name="config",
+    noun="config sections",
+    entry=Config,
+    method="log_config",
+    hook="log_config",
+    records=lambda e, prefix, role: [e.section],
+    arguments=_config_arguments,
+    values=_zero,
+    make=lambda n, section: Config(n, section),
+    owed=True,
+)
+END = Kind(
+    name="end",
+    noun="ends",
+    entry=End,
+    method="finish",
+    hook="close_run",
+    records=lambda e, prefix, role: [],
+    arguments=lambda records: {},
+    values=_zero,
+    make=lambda n, status: End(n, str(status), time.time()),
+    closes=True,
+)
+#: An entry of a later version's kind: nothing to deliver, nothing counted.
+UNKNOWN = Kind("unknown", "unknown records", Unknown, "", None, lambda e, prefix, role: [], lambda records: {}, _zero)
+#: An entry that cannot be read back: refused by every tracker (set aside, counted as one).
+DAMAGED = Kind("damaged", "damaged records", Damaged, "", None, _damaged, lambda records: {}, _one)
+
+#: Every kind a caller can log, in the order the docs list them.
+KINDS: tuple[Kind, ...] = (METRIC, TABLE, HISTOGRAM, TEXT, ARTIFACT, CONFIG, END)
+_BY_ENTRY: dict[type, Kind] = {kind.entry: kind for kind in (*KINDS, UNKNOWN, DAMAGED)}
+
+
+def of(entry: Entry) -> Kind:
+    """The kind of a journal entry."""
+    return _BY_ENTRY[type(entry)]
+
+
+def count(batch: Iterable[Entry]) -> int:
+    """What journal entries count for, in the finish summary and in ``tracking-core sync``
+    alike: each metric value, each rich record (config sections and the end are not values)."""
+    by_entry = _BY_ENTRY
+    return sum(by_entry[type(e)].values(e) for e in batch)
+
+
+def key_of(entry: Entry) -> str:
+    """The key an entry's records are reported under when no record can be made of it."""
+    key = getattr(entry, "key", None)
+    if key is None and isinstance(entry, (Unknown, Damaged)):
+        key = entry.line.get("k")
+    return str(key)
 
 
 # -- the training thread ---------------------------------------------------------------------------
@@ -150,8 +461,9 @@ def _numbers(values: Any) -> list[float]:
     return np.asarray(values, dtype=float).ravel().tolist()
 
 
-def histogram_entry(values: Any, bins: int) -> dict[str, Any]:
-    """Bins over the finite values plus their exact summary (see :class:`HistogramRecord`)."""
+def histogram_entry(values: Any, bins: int) -> tuple[Any, ...]:
+    """Bins over the finite values plus their exact summary (see :class:`HistogramRecord`): the
+    fields of a :class:`~tracking_core.delivery.entries.Histogram` between its key and its step."""
     numbers = _numbers(values)
     finite = [v for v in numbers if math.isfinite(v)]
     non_finite = len(numbers) - len(finite)
@@ -170,17 +482,7 @@ def histogram_entry(values: Any, bins: int) -> dict[str, Any]:
         total, squares = float(arr.sum()), float((arr * arr).sum())
     except ImportError:  # pragma: no cover
         counts, edges, pct, total, squares = _plain_histogram(finite, bins, lo, hi)
-    return {
-        "c": counts,
-        "e": edges,
-        "count": len(finite),
-        "min": lo,
-        "max": hi,
-        "sum": encode_value(total),
-        "sq": encode_value(squares),
-        "pct": pct,
-        "nf": non_finite,
-    }
+    return counts, edges, len(finite), lo, hi, total, squares, pct, non_finite
 
 
 def _plain_histogram(finite: list[float], bins: int, lo: float, hi: float) -> tuple[list[int], list[float], dict[str, float], float, float]:
@@ -201,72 +503,7 @@ def _plain_histogram(finite: list[float], bins: int, lo: float, hi: float) -> tu
     return counts, edges, pct, sum(finite), sum(v * v for v in finite)
 
 
-# -- the worker ------------------------------------------------------------------------------------
-def record_of(entry: Mapping[str, Any], prefix: str, role: str | None, seq: int) -> RichRecord:
-    """The record a backend's hook receives for a journaled rich entry."""
-    kind = entry["t"]
-    ts = float(entry["ts"])
-    if kind == "table":
-        return TableRecord(
-            key=str(entry["k"]),
-            columns=tuple(entry["cols"]),
-            rows=tuple(tuple(r) for r in entry["rows"]),
-            step=entry.get("st"),
-            timestamp=ts,
-            seq=seq,
-            role=role,
-            prefix=prefix,
-            step_key=entry.get("sk"),
-        )
-    if kind == "hist":
-        h = entry["h"]
-        return HistogramRecord(
-            key=str(entry["k"]),
-            counts=tuple(h["c"]),
-            edges=tuple(h["e"]),
-            count=int(h["count"]),
-            min=float(h["min"]),
-            max=float(h["max"]),
-            sum=float(h["sum"]),
-            sum_squares=float(h["sq"]),
-            percentiles=dict(h["pct"]),
-            step=entry.get("st"),
-            timestamp=ts,
-            seq=seq,
-            role=role,
-            prefix=prefix,
-            step_key=entry.get("sk"),
-            non_finite=int(h.get("nf", 0)),
-        )
-    if kind == "text":
-        return TextRecord(
-            key=str(entry["k"]),
-            text=str(entry["x"]),
-            step=entry.get("st"),
-            timestamp=ts,
-            seq=seq,
-            role=role,
-            prefix=prefix,
-            step_key=entry.get("sk"),
-        )
-    if kind == "artifact":
-        return ArtifactRecord(
-            key=str(entry["k"]),
-            kind=str(entry.get("kind") or "artifact"),
-            path=str(entry["path"]),
-            source=str(entry["src"]),
-            is_dir=bool(entry.get("dir")),
-            size=int(entry.get("size") or 0),
-            files=tuple((str(f), int(s)) for f, s in entry.get("files") or ()),
-            timestamp=ts,
-            seq=seq,
-            role=role,
-            prefix=prefix,
-            snapshot=bool(entry.get("snap", True)),
-        )
-    raise ValueError(f"not a rich record kind: {kind!r}")
-
-
+# -- the worker: fallbacks ----------------------------------------------------------------------
 def as_text(record: RichRecord) -> TextRecord:
     """A table (as markdown) or an artifact (as a note) for a backend that only takes texts."""
     if isinstance(record, TextRecord):

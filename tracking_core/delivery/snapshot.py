@@ -40,9 +40,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from ..files import close_quietly
+from .entries import Artifact
 from .journal import ACKS, FOLLOWER_LOCK, JOURNAL_DIR, META, SEGMENT_PREFIX, WRITER_LOCK
 
 log = logging.getLogger("tracking_core.delivery")
@@ -164,7 +164,7 @@ class Snapshotter:
     (None: no snapshot possible) and hands each finished one to ``done`` as a journal entry
     without its record number."""
 
-    def __init__(self, folder: Path | None, done: Callable[[dict[str, Any]], None]) -> None:
+    def __init__(self, folder: Path | None, done: Callable[[Artifact], None]) -> None:
         self.folder = folder / ARTIFACTS_DIR if folder is not None else None
         self._done = done
         self._queue: queue.Queue[Held | None] = queue.Queue()
@@ -223,19 +223,19 @@ class Snapshotter:
                     self._busy -= 1
                     self._idle.notify_all()
 
-    def _snapshot(self, held: Held) -> dict[str, Any]:
-        entry: dict[str, Any] = {
-            "t": "artifact",
-            "ts": held.ts,
-            "k": held.key,
-            "kind": held.kind,
-            "src": held.source,
-            "dir": held.is_dir,
-            "size": sum(size for _, size, _ in held.files),
-            "files": [[rel, size] for rel, size, _ in held.files],
-            "path": held.source,
-            "snap": False,
-        }
+    def _snapshot(self, held: Held) -> Artifact:
+        entry = Artifact(
+            n=-1,  # numbered by the pump
+            timestamp=held.ts,
+            key=held.key,
+            artifact_kind=held.kind,
+            source=held.source,
+            is_dir=held.is_dir,
+            size=sum(size for _, size, _ in held.files),
+            files=tuple((rel, size) for rel, size, _ in held.files),
+            path=held.source,
+            snapshot=False,
+        )
         if self.folder is None:
             return entry
         self._count += 1
@@ -265,8 +265,7 @@ class Snapshotter:
                     exc,
                 )
             return entry
-        entry["path"], entry["snap"] = str(top), True
-        return entry
+        return entry._replace(path=str(top), snapshot=True)
 
 
 def _place(fd: int | None, source: str, target: Path, closed: threading.Event) -> None:
@@ -303,19 +302,20 @@ def _place(fd: int | None, source: str, target: Path, closed: threading.Event) -
     os.replace(partial, target)
 
 
-def number(entry: dict[str, Any], n: int) -> None:
-    """Name the snapshot of an artifact entry by its record number (``artifacts/n<n>``), so
-    that it can be deleted once every backend is done with that record."""
-    if not entry.get("snap"):
-        return
-    top = Path(entry["path"])
+def numbered(entry: Artifact, n: int) -> Artifact:
+    """The artifact entry as record ``n``, its snapshot named by that number
+    (``artifacts/n<n>``), so that it can be deleted once every backend is done with that record."""
+    entry = entry._replace(n=n)
+    if not entry.snapshot:
+        return entry
+    top = Path(entry.path)
     base = top.parent
     numbered = base.with_name(f"n{n:010d}")
     try:
         os.rename(base, numbered)
     except OSError:
-        return  # it keeps its first name: removed with the journal
-    entry["path"] = str(numbered / top.name)
+        return entry  # it keeps its first name: removed with the journal
+    return entry._replace(path=str(numbered / top.name))
 
 
 def remove_done(folder: Path, done_through: int) -> None:

@@ -30,6 +30,8 @@ from ..handle import HANDLE_FILE, RunHandle, rebase, run_folder
 from ..names import path_part
 from ..plugins import PluginManager, get_plugin_manager
 from ..registry import BackendSpec
+from . import kinds
+from .entries import decode
 from .follower import Follower, FollowerBusy, JournalGone, take_over
 from .isolation import replay_apart
 from .journal import (
@@ -46,7 +48,6 @@ from .journal import (
 )
 from .plan import BackendPlan, context_to_dict, plain
 from .progress import BackendProgress, Progress
-from .worker import count_values
 from .writers import identity
 
 log = logging.getLogger("tracking_core.sync")
@@ -498,16 +499,18 @@ def owed_in(folder: Path, deadline: float | None = None) -> dict[str, dict[str, 
             if not records:
                 break
             for record in records:
-                n, kind = int(record["n"]), record.get("t")
+                entry = decode(record)
+                kind = kinds.of(entry)
+                n, values = entry.n, kind.values(entry)
                 for name in names:
                     if progress.done(name, n):
-                        if kind == "end":
+                        if kind.closes:
                             out[name]["closed"] = True
                         continue
-                    if kind == "config":
+                    if kind.owed:
                         out[name]["configs"] += 1
-                    elif kind != "end":
-                        out[name]["values"] += count_values([record])
+                    else:
+                        out[name]["values"] += values
     finally:
         reader.close()
     return out

@@ -24,7 +24,7 @@ from collections import Counter, deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pluggy
 
@@ -32,11 +32,12 @@ from .. import hookspecs, lifecycle, settings
 from ..context import RunContext
 from ..errors import RunNotOpenYet
 from ..plugins import PluginManager
-from ..records import HistogramRecord, MetricRecord, RunStatus
+from ..records import MetricRecord, RunStatus
 from ..registry import BackendSpec
 from . import kinds
+from .entries import End, Entry, decode
 from .failures import failure
-from .journal import Acks, section_from_dict
+from .journal import Acks
 from .progress import BackendProgress
 from .stream import Stream
 from .writers import Counts, Publisher, await_writers, identity, owing_text
@@ -56,42 +57,17 @@ NOT_OPEN_GRACE = 60.0
 #: How long a drain waits for the primary to open the run before it counts the tracker as down.
 NOT_OPEN_PATIENCE = 3.0
 #: Records of one row get consecutive ``MetricRecord.seq`` numbers inside a span of this size.
-ROW_SPAN = 1 << 20
+ROW_SPAN = kinds.ROW_SPAN
 #: How many records a worker reads from its stream at a time.
 READ_AHEAD = 512
 
 
-def records_of(row: Mapping[str, Any], prefix: str, role: str | None) -> list[MetricRecord]:
-    """The metric records of one journaled row."""
-    base = int(row["n"]) * ROW_SPAN
-    ts = float(row["ts"])
-    step, step_key = row.get("st"), row.get("sk")
-    return [
-        MetricRecord(key, float(value), step, ts, base + i, role, prefix, step_key)
-        for i, (key, value) in enumerate(dict(row["m"]).items())
-    ]
-
-
-def count_values(batch: list[dict[str, Any]]) -> int:
-    """What journal records count for, in the finish summary and in ``tracking-core sync``
-    alike: each metric value, each rich record (config sections and the end are not values)."""
-    return sum(len(e["m"]) if e["t"] == "row" else 1 if e["t"] in kinds.HOOKS else 0 for e in batch)
-
-
-_values = count_values
-
-
+records_of = kinds.metric_records
+#: What journal entries count for (each metric value, each rich record): see :func:`kinds.count`.
+count_values = _values = kinds.count
 
 #: A rich record the backend has no hook for (nor a fallback): set aside, counted.
 _UNSUPPORTED = object()
-
-
-def _summary_records(h: HistogramRecord) -> list[MetricRecord]:
-    """A histogram as the summary series of a backend without histograms."""
-    return [
-        MetricRecord(f"{h.key}/{suffix}", value, h.step, h.timestamp, h.seq + i, h.role, h.prefix, h.step_key)
-        for i, (suffix, value) in enumerate(h.summary().items())
-    ]
 
 
 @dataclass
@@ -245,7 +221,7 @@ class BackendWorker:
         # reaches them, and a drain waits for that retry. Not yet read / read and in flight.
         self._owed_unseen: set[int] = set(self.progress.owed)
         self._owed_retrying: set[int] = set()
-        self._pending: deque[dict[str, Any]] = deque()
+        self._pending: deque[Entry] = deque()
         self._last_delivery = 0.0
         self._urgent = 0
         self._probe_now = False
@@ -445,10 +421,10 @@ class BackendWorker:
         if not self._pending:
             progress = self.progress
             taken = self.stream.take(READ_AHEAD, final=self.final)
-            for entry in taken:
-                n = entry["n"]
+            for line in taken:
+                n = line["n"]
                 if not progress.done(n):
-                    self._pending.append(entry)
+                    self._pending.append(decode(line))
                 if self._owed_unseen:
                     with self._progress:
                         if n in self._owed_unseen:
@@ -460,21 +436,25 @@ class BackendWorker:
                 with self._progress:
                     self._owed_unseen.clear()
 
-    def _next_batch(self) -> list[dict[str, Any]]:
+    def _next_batch(self) -> list[Entry]:
         self._fill()
-        if not self._pending:
+        pending = self._pending
+        if not pending:
             return []
-        if self._pending[0]["t"] != "row":
-            return [self._pending.popleft()]
+        kind = kinds.of(pending[0])
+        if not kind.batched:
+            return [pending.popleft()]
         if self._hold_back():
             return []
-        batch: list[dict[str, Any]] = []
+        # Consecutive entries of a batched kind (metric rows), up to max_batch values.
+        entry_type, count = kind.entry, kind.values
+        batch: list[Entry] = []
         values = 0
-        while self._pending and self._pending[0]["t"] == "row" and values < self.max_batch:
-            entry = self._pending.popleft()
+        while pending and type(pending[0]) is entry_type and values < self.max_batch:
+            entry = pending.popleft()
             batch.append(entry)
-            values += len(entry["m"])
-            if not self._pending:
+            values += count(entry)
+            if not pending:
                 self._fill()
         return batch
 
@@ -485,9 +465,9 @@ class BackendWorker:
             return False
         if time.monotonic() - self._last_delivery >= self.batch_interval:
             return False
-        if any(e["t"] != "row" for e in self._pending):
+        if any(not kinds.of(e).batched for e in self._pending):
             return False
-        return sum(len(e["m"]) for e in self._pending) < self.max_batch
+        return kinds.count(self._pending) < self.max_batch
 
     # -- delivering -------------------------------------------------------------------------
     def _try(self, hook: str, **kwargs: Any) -> tuple[bool, Any]:
@@ -536,30 +516,32 @@ class BackendWorker:
                 self.max_retry_delay,
             )
 
-    def _call(self, batch: list[dict[str, Any]]) -> tuple[bool, Any]:
-        kind = batch[0]["t"]
-        if kind == "row":
-            records = [r for e in batch for r in records_of(e, self.prefix, self.context.role)]
-            return self._try("log_metrics", records=records, run=self.context)
-        if kind == "config":
-            section = section_from_dict(batch[0]["section"])
-            return self._try("log_config", config=section, role=section.role, run=self.context)
-        if kind in kinds.HOOKS:
-            return self._call_rich(batch[0])
-        if kind == "end":
-            return self._close(batch[0])
-        return True, None  # a record kind this version does not know: nothing to deliver
+    def _call(self, batch: list[Entry]) -> tuple[bool, Any]:
+        """Hand a batch to the backend through its kind's hook (see :mod:`.kinds`): the end
+        closes the run; an optional kind's hook the backend lacks is replaced by its fallback."""
+        kind = kinds.of(batch[0])
+        if kind.closes:
+            return self._close(cast(End, batch[0]))
+        try:
+            records = [r for e in batch for r in kind.records(e, self.prefix, self.context.role)]
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            return False, exc  # a damaged entry: isolated and counted like a refused one
+        if kind.hook is None:
+            return True, None  # a record kind this version does not know: nothing to deliver
+        if kind.optional and not self.slot.implements(kind.hook):
+            return self._fall_back(kind, records[0])
+        return self._try(kind.hook, **kind.arguments(records), run=self.context)
 
     # -- the writer registry (see .writers) ---------------------------------------------------
-    def _close(self, entry: Mapping[str, Any]) -> tuple[bool, Any]:
+    def _close(self, entry: End) -> tuple[bool, Any]:
         """The run's end: a secondary detaches; a primary first learns which of the job's
         writers still owe data and closes FAILED instead of the status it meant while any does.
         The writer's final state is published before the end is acknowledged."""
-        meant = RunStatus(entry.get("status") or RunStatus.KILLED.value)
+        meant = RunStatus(entry.status or RunStatus.KILLED.value)
         owing: dict[str, dict[str, Any]]
         status, owing = RunStatus.FINISHED, {}  # a secondary only detaches
         if self.context.primary:
-            status, owing = self._verdict_on(meant, float(entry.get("ts") or time.time()))
+            status, owing = self._verdict_on(meant, float(entry.timestamp or time.time()))
         ok, result = self._try("close_run", status=status, run=self.context)
         if ok and self._publisher is not None:
             try:
@@ -640,10 +622,10 @@ class BackendWorker:
         not delivered yet counts as journaled. ``idle``: it has just found nothing more to read,
         so everything logged one flush interval ago (the writer's pump) is delivered."""
         p = self.progress
-        waiting = sum(len(e["m"]) if e["t"] == "row" else 1 if e["t"] in kinds.HOOKS else 0 for e in self._pending)
+        waiting = kinds.count(self._pending)
         through = self._done_ts
         if self._pending:
-            first = self._pending[0].get("ts")
+            first = getattr(self._pending[0], "timestamp", None)
             if isinstance(first, (int, float)):
                 through = max(through, float(first) - 0.001)
         elif idle:
@@ -659,13 +641,13 @@ class BackendWorker:
             return False
         return True
 
-    def _deliver(self, batch: list[dict[str, Any]]) -> None:
+    def _deliver(self, batch: list[Entry]) -> None:
         delay = 0.1
         tries = 0
         while not self._stop.is_set():
             # From the try after which the batch is isolated, its failure is judged by the
             # isolation (bad data, or a tracker that is down), not counted by the breaker.
-            judging = tries + 1 >= ISOLATE_AFTER and batch[0]["t"] != "end"
+            judging = tries + 1 >= ISOLATE_AFTER and not kinds.of(batch[0]).closes
             self._isolating = judging
             try:
                 ok, result = self._call(batch)
@@ -683,43 +665,31 @@ class BackendWorker:
             self._sleep(delay)
             delay = min(delay * 2, self.max_retry_delay)
 
-    def _call_rich(self, entry: dict[str, Any]) -> tuple[bool, Any]:
-        """A table, histogram, text or artifact, through the backend's own hook for its kind,
-        else its documented fallback (see the hookspecs), else set aside (counted)."""
-        try:
-            record = kinds.record_of(entry, self.prefix, self.context.role, int(entry["n"]) * ROW_SPAN)
-        except (KeyError, TypeError, ValueError) as exc:
-            return False, exc  # a damaged entry: isolated and counted like a refused one
-        kind = entry["t"]
-        hook = kinds.HOOKS[kind]
-        if self.slot.implements(hook):
-            arg = {"log_table": "table", "log_histogram": "histogram", "log_text": "text", "log_artifact": "artifact"}[hook]
-            return self._try(hook, **{arg: record, "run": self.context})
-        if kind == "hist" and self.slot.implements("log_metrics"):
-            self._fallback_once(kind, "as summary series through log_metrics (<key>/mean, /min, /max, /p50, ...)")
-            assert isinstance(record, HistogramRecord)
-            return self._try("log_metrics", records=_summary_records(record), run=self.context)
-        if kind != "text" and self.slot.implements("log_text"):
-            self._fallback_once(kind, "as text through log_text")
-            return self._try("log_text", text=kinds.as_text(record), run=self.context)
+    def _fall_back(self, kind: kinds.Kind, record: Any) -> tuple[bool, Any]:
+        """A record of a kind whose hook the backend lacks: through the kind's first fallback
+        the backend has (see the hookspecs), else set aside (counted)."""
+        for fallback in kind.fallbacks:
+            if self.slot.implements(fallback.hook):
+                self._fallback_once(kind, fallback.how)
+                return self._try(fallback.hook, **fallback.arguments(record), run=self.context)
         return True, _UNSUPPORTED
 
-    def _fallback_once(self, kind: str, how: str) -> None:
-        if kind not in self._fallbacks:
-            self._fallbacks.add(kind)
-            log.warning("backend %r has no %s hook: its %s go to it %s", self.name, kinds.HOOKS[kind], kinds.NOUNS[kind], how)
+    def _fallback_once(self, kind: kinds.Kind, how: str) -> None:
+        if kind.name not in self._fallbacks:
+            self._fallbacks.add(kind.name)
+            log.warning("backend %r has no %s hook: its %s go to it %s", self.name, kind.hook, kind.noun, how)
 
-    def _done(self, batch: list[dict[str, Any]], delivered: int = 0, rejected: int = 0, owed: bool = False) -> None:
+    def _done(self, batch: list[Entry], delivered: int = 0, rejected: int = 0, owed: bool = False) -> None:
         progress = self.progress
-        numbers = {e["n"] for e in batch}
+        numbers = {e.n for e in batch}
         still_owed = [n for n in progress.owed if n not in numbers]
         if owed:
             still_owed += sorted(numbers)
         # Config sections delivered, counted apart from values (as the summary counts those owed).
-        configs = len(numbers) if not (delivered or rejected or owed) and batch[0]["t"] == "config" else 0
+        configs = len(numbers) if not (delivered or rejected or owed) and kinds.of(batch[0]).owed else 0
         self.acks.update(
             self.name,
-            n=max(progress.n, batch[-1]["n"]),
+            n=max(progress.n, batch[-1].n),
             delivered=progress.delivered + delivered,
             rejected=progress.rejected + rejected,
             owed=still_owed,
@@ -728,11 +698,11 @@ class BackendWorker:
         with self._progress:
             self._owed_retrying -= numbers
         for n in numbers:
-            if owed and batch[0]["t"] == "config":
-                self.owed_sections[n] = str(batch[0]["section"].get("namespace"))
+            if owed and kinds.of(batch[0]).owed:
+                self.owed_sections[n] = str(getattr(getattr(batch[0], "section", None), "namespace", None))
             elif not owed:
                 self.owed_sections.pop(n, None)
-        stamp = batch[-1].get("ts")
+        stamp = getattr(batch[-1], "timestamp", None)
         if isinstance(stamp, (int, float)):
             self._done_ts = max(self._done_ts, float(stamp))
         # Saved now, not at the next housekeeping: a delivery process killed right after a
@@ -742,7 +712,7 @@ class BackendWorker:
         with self._progress:
             self._progress.notify_all()
 
-    def _isolate(self, batch: list[dict[str, Any]]) -> bool:
+    def _isolate(self, batch: list[Entry]) -> bool:
         """Set aside what the backend refuses while it takes the rest; False when it is down or
         there is nothing yet to tell (the batch stays and is retried)."""
         verdict = self._isolate_batch(batch)
@@ -755,14 +725,15 @@ class BackendWorker:
         self._failed_again(BREAKER_THRESHOLD if verdict == "down" else 1)
         return False
 
-    def _isolate_batch(self, batch: list[dict[str, Any]]) -> str:
+    def _isolate_batch(self, batch: list[Entry]) -> str:
         """``resolved`` (what it refuses is set aside), ``down`` or ``unknown``."""
-        if batch[0]["t"] == "row":
-            records = [r for e in batch for r in records_of(e, self.prefix, self.context.role)]
+        kind = kinds.of(batch[0])
+        if kind.batched:  # its records one by one
+            records = [r for e in batch for r in kind.records(e, self.prefix, self.context.role)]
             if len(records) > 1:
                 return self._isolate_records(batch, records)
         probe = self._next_batch_now()
-        if not probe or probe[0]["t"] == "end":
+        if not probe or kinds.of(probe[0]).closes:
             # Nothing after it to tell a refusal from an outage (the close is no probe: nothing
             # may follow it): keep retrying; what is left at the end stays in the journal.
             self._pending.extendleft(reversed(probe))
@@ -779,7 +750,7 @@ class BackendWorker:
             self._done(probe, delivered=_values(probe))
         return "resolved"
 
-    def _next_batch_now(self) -> list[dict[str, Any]]:
+    def _next_batch_now(self) -> list[Entry]:
         with self._progress:
             self._urgent += 1
         try:
@@ -788,7 +759,7 @@ class BackendWorker:
             with self._progress:
                 self._urgent -= 1
 
-    def _isolate_records(self, batch: list[dict[str, Any]], records: list[MetricRecord]) -> str:
+    def _isolate_records(self, batch: list[Entry], records: list[MetricRecord]) -> str:
         failed: list[tuple[MetricRecord, BaseException]] = []
         delivered = 0
         for record in records:
@@ -813,12 +784,13 @@ class BackendWorker:
         self._done(batch, delivered=delivered, rejected=len(refused))
         return "resolved"
 
-    def _set_aside(self, batch: list[dict[str, Any]]) -> None:
+    def _set_aside(self, batch: list[Entry]) -> None:
         ok, exc = self._call(batch)  # one last try now that the backend is known to be up
+        kind = kinds.of(batch[0])
         if ok:
             self._done(batch, delivered=_values(batch))
-        elif batch[0]["t"] == "config":
-            namespace = batch[0]["section"].get("namespace")
+        elif kind.owed:
+            namespace = getattr(getattr(batch[0], "section", None), "namespace", None)
             log.warning(
                 "backend %r refuses config section %r (%s: %s) while it takes other records; "
                 "the section stays in the journal for `tracking-core sync`",
@@ -828,25 +800,26 @@ class BackendWorker:
                 exc,
             )
             self._done(batch, owed=True)
-        elif batch[0]["t"] in kinds.HOOKS:
-            self._report_rejected(self.prefix + str(batch[0].get("k")), exc)
-            self._done(batch, rejected=1)
-        else:
-            records = [r for e in batch for r in records_of(e, self.prefix, self.context.role)]
+        elif kind.batched:
+            records = [r for e in batch for r in kind.records(e, self.prefix, self.context.role)]
             for record in records:
                 self._report_rejected(record.name, exc)
             self._done(batch, rejected=len(records))
+        else:
+            self._report_rejected(self.prefix + kinds.key_of(batch[0]), exc)
+            self._done(batch, rejected=1)
 
-    def _unsupported(self, batch: list[dict[str, Any]]) -> None:
-        kind = batch[0]["t"]
-        if kind not in self._fallbacks:
-            self._fallbacks.add(kind)
+    def _unsupported(self, batch: list[Entry]) -> None:
+        kind = kinds.of(batch[0])
+        if kind.name not in self._fallbacks:
+            self._fallbacks.add(kind.name)
+            hooks = [str(kind.hook), *(f.hook for f in kind.fallbacks)]
             log.warning(
-                "backend %r takes no %s (it has neither %s nor log_text): they are skipped for "
-                "it and counted as rejected in the finish summary",
+                "backend %r takes no %s (it has %s): they are skipped for it and counted as "
+                "rejected in the finish summary",
                 self.name,
-                kinds.NOUNS[kind],
-                kinds.HOOKS[kind],
+                kind.noun,
+                f"neither {' nor '.join(hooks)}" if len(hooks) > 1 else f"no {hooks[0]}",
             )
         self._done(batch, rejected=1)
 
