@@ -109,3 +109,24 @@ def test_the_core_dispatches_on_no_record_kind_by_name() -> None:
             elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and node.slice.value == "t":
                 sites.append(f"{rel}:{node.lineno} reads an entry's tag")
     assert not sites, "\n".join(sites)
+
+
+def test_metric_records_are_the_dataclass_records() -> None:
+    """The worker builds metric records through their slots (see kinds.new_metric): the very
+    records the dataclass makes, equal, hashed and frozen alike."""
+    import dataclasses
+
+    from tracking_core.delivery import kinds
+    from tracking_core.delivery.entries import decode
+    from tracking_core.records import MetricRecord
+
+    args = ("train/loss", 0.25, 3, 1.5, 7, "actor", "actor/", "train/step")
+    fast, made = kinds.new_metric(*args), MetricRecord(*args)
+    assert fast == made and hash(fast) == hash(made) and repr(fast) == repr(made)
+    assert dataclasses.astuple(fast) == args and fast.name == "actor/train/loss" and fast.axis == "actor/train/step"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        fast.value = 1.0  # type: ignore[misc]
+    row = decode(json.loads(LINES[1]))
+    assert kinds.metric_records(row, "actor/", "actor") == [  # type: ignore[arg-type]
+        MetricRecord("a", 1.0, None, 1.0, 1 << 20, "actor", "actor/", None)
+    ]

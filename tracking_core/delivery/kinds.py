@@ -34,6 +34,7 @@ Where each step runs:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -139,11 +140,46 @@ def _zero(_: Any) -> int:
     return 0
 
 
+_METRIC_FIELDS = ("key", "value", "step", "timestamp", "seq", "role", "prefix", "step_key")
+if tuple(f.name for f in dataclasses.fields(MetricRecord)) != _METRIC_FIELDS:  # pragma: no cover
+    raise ImportError("MetricRecord's fields changed: update tracking_core.delivery.kinds.new_metric")
+_METRIC_SETTERS: tuple[Callable[[Any, Any], None], ...] = tuple(getattr(MetricRecord, f).__set__ for f in _METRIC_FIELDS)
+
+
+def new_metric(
+    key: str,
+    value: float,
+    step: int | None,
+    timestamp: float,
+    seq: int,
+    role: str | None,
+    prefix: str,
+    step_key: str | None,
+    _new: Callable[[type], Any] = object.__new__,
+    _set: tuple[Callable[[Any, Any], None], ...] = _METRIC_SETTERS,
+) -> MetricRecord:
+    """``MetricRecord(key, value, step, timestamp, seq, role, prefix, step_key)``, the same
+    frozen record, set through its slots in about half the time of its dataclass ``__init__``:
+    the worker builds one per value it delivers."""
+    record = _new(MetricRecord)
+    k, v, s, t, q, r, p, a = _set
+    k(record, key)
+    v(record, value)
+    s(record, step)
+    t(record, timestamp)
+    q(record, seq)
+    r(record, role)
+    p(record, prefix)
+    a(record, step_key)
+    return record
+
+
 def metric_records(row: Row, prefix: str, role: str | None) -> list[MetricRecord]:
     """The metric records of one journaled row."""
     n, ts, values, step, step_key = row
     base = n * ROW_SPAN
-    return [MetricRecord(key, float(value), step, ts, base + i, role, prefix, step_key) for i, (key, value) in enumerate(values.items())]
+    new = new_metric
+    return [new(key, float(value), step, ts, base + i, role, prefix, step_key) for i, (key, value) in enumerate(values.items())]
 
 
 def summary_records(h: HistogramRecord) -> list[MetricRecord]:
