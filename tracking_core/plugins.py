@@ -54,6 +54,8 @@ class PluginInfo:
             kinds.append("backend")
         if "collect_config" in self.hooks:
             kinds.append("collector")
+        if "register_commands" in self.hooks:
+            kinds.append("command")
         if not kinds and ("add_options" in self.hooks or "host_backends" in self.hooks):
             kinds.append("options")
         return kinds

@@ -96,6 +96,7 @@ def test_a_plugin_whose_register_commands_raises_is_named_and_left_out(site: Pat
     assert "boom in register_commands" in rows["broken"]["error"]
     assert "command 'show' is taken" in rows["taker"]["error"]
     assert rows["hello"]["error"] is None and rows["jsonl"]["error"] is None
+    assert rows["hello"]["kind"] == "command" and rows["slime"]["kind"] == "command"
 
 
 def test_help_lists_the_demo_without_importing_it_or_any_tracker() -> None:
