@@ -6,19 +6,16 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.helpers.subprocess_python import run_python
+from tests.helpers.template import TEMPLATE, install_template
 from tracking_core import cli, hookimpl
 from tracking_core.plugins import get_plugin_manager, reset_plugin_manager
 
 ROOT = Path(__file__).resolve().parents[2]
-TEMPLATE = ROOT / "examples" / "plugin-template"
 
 TRAIN = """
 import argparse, sys
@@ -42,15 +39,7 @@ print(run.handle.run_id)
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The template built and installed by pip (no network, no dependencies) into a folder that
     goes on PYTHONPATH: a distribution with its metadata and entry point, as `pip install` makes."""
-    work = tmp_path_factory.mktemp("template")
-    source = work / "src"
-    shutil.copytree(TEMPLATE, source)  # building writes into the source tree: not the checkout's
-    site = work / "site"
-    subprocess.run(
-        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
-         "--no-index", "--target", str(site), str(source)],
-        check=True, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+    site = install_template(tmp_path_factory.mktemp("template"))
     assert list(site.glob("tracking_core_acme-*.dist-info/entry_points.txt"))
     return site
 
@@ -158,18 +147,13 @@ def test_template_with_a_missing_requirement(tmp_path: Path) -> None:
     """The template, told it needs a library that is not installed: `plugins` says MISSING and
     what to install; selecting it stops the start with that sentence (the CLI: one line, exit 2),
     before any process or tracker is started."""
-    source = tmp_path / "src"
-    shutil.copytree(TEMPLATE, source)
-    module = source / "tracking_acme.py"
-    text = module.read_text(encoding="utf-8")
-    assert 'requires=[],' in text
-    module.write_text(text.replace("requires=[],", 'requires=["acme_sdk_not_installed"],'))
-    site = tmp_path / "site"
-    subprocess.run(
-        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
-         "--no-index", "--target", str(site), str(source)],
-        check=True, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+    def needs_a_missing_library(source: Path) -> None:
+        module = source / "tracking_acme.py"
+        text = module.read_text(encoding="utf-8")
+        assert 'requires=[],' in text
+        module.write_text(text.replace("requires=[],", 'requires=["acme_sdk_not_installed"],'))
+
+    site = install_template(tmp_path, needs_a_missing_library)
     message = (
         "tracking backend 'acme' needs acme_sdk_not_installed, which is not installed: "
         "pip install acme_sdk_not_installed"

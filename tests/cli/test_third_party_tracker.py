@@ -10,7 +10,6 @@ tests running at the same time would find it among their plugins."""
 
 from __future__ import annotations
 
-import shutil
 import signal
 import socket
 import subprocess
@@ -21,9 +20,9 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.subprocess_python import python_env, run_python
+from tests.helpers.template import install_template
 
 ROOT = Path(__file__).resolve().parents[2]
-TEMPLATE = ROOT / "examples" / "plugin-template"
 
 TRAIN = """
 import argparse, sys
@@ -46,15 +45,7 @@ CLI = "import sys; from tracking_core import cli; sys.exit(cli.main(sys.argv[1:]
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    work = tmp_path_factory.mktemp("acme")
-    source = work / "src"
-    shutil.copytree(TEMPLATE, source)  # building writes into the source tree: not the checkout's
-    site = work / "site"
-    subprocess.run(
-        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
-         "--no-index", "--target", str(site), str(source)],
-        check=True, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+    site = install_template(tmp_path_factory.mktemp("acme"))
     assert not (site / "tracking_acme.py").is_symlink()
     return site
 
