@@ -22,8 +22,6 @@ import pytest
 from tests.helpers.subprocess_python import python_env, run_python
 from tests.helpers.template import install_template
 
-ROOT = Path(__file__).resolve().parents[2]
-
 TRAIN = """
 import argparse, sys
 import tracking_core
