@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from common import (
-    delivery_processes,
+    delivery_pid,
     install_noop_backend,
     metrics_row,
     pct,
@@ -224,7 +224,7 @@ def arm(name: str, tmp: Path, calls: int, rate: float | None) -> dict:
     run = tracking_core.start_run(backends=["noop"], tracking_dir=tracking_dir, export=False)
     run.log_metrics({"warmup": 0.0}, step=0, step_key="warmup/step")
     run.flush(60)
-    in_process = bool(delivery_processes())
+    in_process = delivery_pid(run) is not None
     sampler = Sampler(tracking_dir / "journal").start()
     samples = array("d", bytes(8 * calls))
     reset_peak()

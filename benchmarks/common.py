@@ -11,7 +11,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
+# A benchmark's fresh interpreter may run another tree's code (bench_core.py --against): its
+# PYTHONPATH says which, and BENCH_TREE keeps this checkout off the front of the path.
+if str(ROOT) not in sys.path and not os.environ.get("BENCH_TREE"):
     sys.path.insert(0, str(ROOT))
 
 
@@ -114,7 +116,9 @@ class Noop:
 
 @tracking_core.hookimpl
 def register_backends(register):
-    register("noop", Noop, description="benchmarks: takes every record, does nothing")
+    from tracking_core.plugin_api import Backend
+
+    register(Backend("noop", Noop))
 '''
 
 
@@ -185,9 +189,65 @@ def pgid(pid: int) -> int | None:
     return int(fields[2]) if len(fields) > 2 else None
 
 
+#: Delivery processes a run of this process recorded (:func:`delivery_pid`): they are not in
+#: this process's tree (the delivery process is started detached, through its keeper).
+_RECORDED: set[int] = set()
+
+
+def alive(pid: int) -> bool:
+    fields = _stat(pid)
+    return bool(fields) and fields[0] not in ("Z", "X")
+
+
+def delivery_pid(run: Any, timeout: float = 10.0) -> int | None:
+    """The pid of ``run``'s delivery process, as the run records it (its keeper reports it a
+    moment after ``start_run`` returns: waited for up to ``timeout``); None when the run
+    delivers on a thread of this process."""
+    delivery = getattr(run, "_delivery", None)
+    if delivery is None or getattr(delivery, "proc", None) is None:
+        return None
+    deadline = time.monotonic() + timeout
+    while delivery.pid is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    if delivery.pid is not None:
+        _RECORDED.add(delivery.pid)
+    return delivery.pid
+
+
 def delivery_processes() -> list[int]:
-    """This process's live tracking-core delivery processes."""
-    return [p for p in descendants(os.getpid()) if "tracking_core.delivery.process" in cmdline(p)]
+    """This process's live tracking-core delivery processes: those its runs recorded
+    (:func:`delivery_pid`) and any in its own tree."""
+    found = {p for p in _RECORDED if alive(p)}
+    found.update(p for p in descendants(os.getpid()) if "tracking_core.delivery.process" in cmdline(p))
+    return sorted(found)
+
+
+def process_figures(pid: int) -> dict[str, Any]:
+    """``pid``'s CPU seconds so far (its descendants' included: a tracker's own service) and
+    its resident memory now and at its peak, in MiB, from ``/proc``."""
+    status = {}
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            key, _, value = line.partition(":")
+            status[key] = value.split()
+    except OSError:
+        pass
+
+    def mib(key: str) -> float:
+        return int(status[key][0]) / 1024 if key in status else float("nan")
+
+    return {"pid": pid, "cpu_s": sum(cpu_seconds(p) for p in [pid, *descendants(pid)]),
+            "rss_mib": mib("VmRSS"), "hwm_mib": mib("VmHWM")}
+
+
+def wait_gone(pid: int, timeout: float = 30.0) -> bool:
+    """Wait until ``pid`` has exited; whether it did within ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while alive(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
 
 
 def wait_delivery_gone(timeout: float = 30.0) -> float:

@@ -31,7 +31,8 @@ from typing import Any
 
 from tracking_collectors.system import megatron_layout
 
-from tracking_core.plugin_api import ARGS_ATTR, hookimpl
+from tracking_core.host_api import ARGS_ATTR
+from tracking_core.plugin_api import hookimpl
 
 from .role_args import SUPPORTED_ROLES, resolve_role_args
 

@@ -27,7 +27,7 @@ import types
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from tracking_core.plugin_api import BOOTSTRAP_DIR, HostHook, InstallModule
+from tracking_core.host_api import BOOTSTRAP_DIR, HostHook, InstallModule
 
 log = logging.getLogger("tracking_core.slime.install")
 

@@ -37,8 +37,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import tracking_core
-from tracking_core.plugin_api import BACKENDS_ENV, hookimpl
-from tracking_core.plugin_api import settings as core_settings
+from tracking_core.host_api import BACKENDS_ENV
+from tracking_core.host_api import settings as core_settings
+from tracking_core.plugin_api import hookimpl
 
 #: The tracking flags slime adds *after* calling ``add_custom_arguments`` (flag -> argparse dest),
 #: as of THUDM/slime@624b824a (``add_wandb_arguments``, ``add_tensorboard_arguments``). Backends

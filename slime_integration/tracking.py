@@ -26,7 +26,9 @@ The functions here keep those signatures and that contract, on top of tracking-c
   added) at step ``metrics[step_key]`` on the ``step_key`` axis. The ``step_key`` entry itself is
   the step, not a metric: it is not logged as a series of its own (every backend records it as
   the step of each value, and W&B as the ``define_metric`` axis slime declares).
-  It only enqueues: it never blocks and never raises.
+  It only enqueues: it never blocks and never raises. slime's own timers (``perf/<phase>_time``,
+  seconds) also become spans of the role's phase trace (``runs/<id>/trace-<role>.json``),
+  ending at the call; slime reduces its metrics itself, so nothing is reduced again.
 * ``finish_tracking(args)`` in the primary ends the run (FINISHED, or FAILED when the process is
   failing); in a secondary it delivers what this process logged and detaches, leaving the run
   open for the others. Processes that never call it (slime's training actors) still deliver what
@@ -84,7 +86,7 @@ from typing import Any
 
 import tracking_core
 from tracking_core import NullRun, Run
-from tracking_core.plugin_api import (
+from tracking_core.host_api import (
     ARGS_ATTR,
     HANDLE_FILE,
     RUN_ENV,
@@ -92,6 +94,7 @@ from tracking_core.plugin_api import (
     job_run_id,
     path_part,
     path_under,
+    trace_span,
     tracking_dir,
 )
 
@@ -109,6 +112,8 @@ PLUGIN_NAMES = {"slime-switches": _options, "slime-role-config": _collectors}
 DETACH_TIMEOUT = 10.0
 
 _RUN_ID_OK = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
+#: slime's own timers as it logs them (``perf/actor_train_time``): each a phase of the trace.
+_PERF_TIME = re.compile(r"perf/(.+)_time")
 #: The characters of slime's random W&B group suffix (``wandb.util.generate_id``: base 36).
 _ID_CHARS = string.ascii_lowercase + string.digits
 
@@ -503,6 +508,11 @@ def log(args: Any, metrics: Mapping[str, Any], step_key: str) -> None:
             )
         values = {key: value for key, value in metrics.items() if key != step_key}
         entry.run.log_metrics(values, step=step, step_key=step_key)
+        if step is not None:  # slime's timers: spans of the role's phase trace, ending now
+            for key, value in values.items():
+                timed = _PERF_TIME.fullmatch(key)
+                if timed and isinstance(value, (int, float)) and 0 <= value < float("inf"):
+                    trace_span(entry.run, timed.group(1), float(value), step, step_key)
     except Exception:  # noqa: BLE001 - logging must never stop training
         if "logfail" not in _warned:
             _warned.add("logfail")

@@ -4,60 +4,100 @@ One run per job in every selected tracker (W&B, MLflow, TensorBoard, jsonl, or a
 one writer per role, every role's effective config namespaced, secrets never logged, and a
 training loop that is never blocked or stopped by a tracker.
 
-Importing this package imports only pluggy and the standard library.
+Importing this package imports nothing but the few standard-library modules that keep
+``Accelerator(log_with="tracking_core")`` working (see :mod:`.integrations.accelerate`): every
+name below, pluggy's ``hookimpl`` included, is imported on first use, and so is any submodule
+reached as an attribute (``tracking_core.settings``).
 """
 
 from __future__ import annotations
 
-import pluggy
-
-from .hookspecs import PROJECT
-
-#: Mark hook implementations in plugins: ``@tracking_core.hookimpl``.
-hookimpl = pluggy.HookimplMarker(PROJECT)
-
-from typing import TYPE_CHECKING, Any  # noqa: E402
-
-from .context import RunContext  # noqa: E402
-from .errors import (  # noqa: E402
-    BackendUnavailable,
-    PluginLoadError,
-    RunNotOpenYet,
-    TrackingError,
-    UnknownBackend,
-)
-from .handle import RUN_ENV, RunHandle  # noqa: E402
-from .options import HostParser, add_tracking_options  # noqa: E402
-from .plugins import get_plugin_manager  # noqa: E402
-from .records import ConfigSection, MetricRecord, RunStatus  # noqa: E402
-
+TYPE_CHECKING = False  # typing itself is not imported here: it costs the import a few ms
 if TYPE_CHECKING:
+    from typing import Any
+
+    import pluggy
+
+    from .context import RunContext
     from .delivery.modes import DeliveryUnavailable
+    from .errors import (
+        BackendUnavailable,
+        PluginLoadError,
+        RunNotOpenYet,
+        TrackingError,
+        UnknownBackend,
+    )
+    from .handle import RUN_ENV, RunHandle
+    from .options import HostParser, add_tracking_options
+    from .plugins import get_plugin_manager
+    from .records import ConfigSection, MetricRecord, RunStatus
+    from .reduce import Max, Mean, Min, Quantiles, Sum
     from .runs import NullRun, Run, attach, start_run
     from .summary import FinishSummary
 
-#: Imported on first use: a plugin module that only needs ``hookimpl`` stays cheap to import.
+    #: Mark hook implementations in plugins: ``@tracking_core.hookimpl``.
+    hookimpl: pluggy.HookimplMarker
+
+__version__ = "0.1.0"
+
+#: Each public name and the module it comes from, imported on first use.
 _LAZY = {
+    "RunContext": ".context",
     "DeliveryUnavailable": ".delivery.modes",
+    "BackendUnavailable": ".errors",
+    "PluginLoadError": ".errors",
+    "RunNotOpenYet": ".errors",
+    "TrackingError": ".errors",
+    "UnknownBackend": ".errors",
+    "RUN_ENV": ".handle",
+    "RunHandle": ".handle",
+    "PROJECT": ".hookspecs",
+    "HostParser": ".options",
+    "add_tracking_options": ".options",
+    "get_plugin_manager": ".plugins",
+    "ConfigSection": ".records",
+    "MetricRecord": ".records",
+    "RunStatus": ".records",
     "NullRun": ".runs",
     "Run": ".runs",
     "attach": ".runs",
     "start_run": ".runs",
     "FinishSummary": ".summary",
+    "Mean": ".reduce",
+    "Sum": ".reduce",
+    "Max": ".reduce",
+    "Min": ".reduce",
+    "Quantiles": ".reduce",
 }
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'tracking_core' has no attribute {name!r}")
     import importlib
 
-    value = getattr(importlib.import_module(module, __name__), name)
+    if name == "hookimpl":
+        import pluggy
+
+        from .hookspecs import PROJECT
+
+        value = pluggy.HookimplMarker(PROJECT)
+    elif name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+    elif name.startswith("_"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    else:  # a submodule reached as an attribute, as it was when this package imported it
+        try:
+            return importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__name__}.{name}":
+                raise
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     globals()[name] = value
     return value
 
-__version__ = "0.1.0"
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
 
 # Accelerator(log_with="tracking_core") in every process that imports tracking-core (Accelerate
 # >= 1.16): registered once accelerate.tracking is imported; accelerate is never imported here.
@@ -72,14 +112,19 @@ __all__ = [
     "DeliveryUnavailable",
     "FinishSummary",
     "HostParser",
+    "Max",
+    "Mean",
     "MetricRecord",
+    "Min",
     "NullRun",
     "PluginLoadError",
+    "Quantiles",
     "Run",
     "RunContext",
     "RunHandle",
     "RunNotOpenYet",
     "RunStatus",
+    "Sum",
     "TrackingError",
     "UnknownBackend",
     "__version__",

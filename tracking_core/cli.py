@@ -99,7 +99,9 @@ def _cmd_show(ns: argparse.Namespace) -> int:
     except RunNotFound as exc:
         # a run of a tracker's own files, without a saved handle (copied, or from before run
         # handles were saved): the plugin whose files they are shows it
-        lines = _show_run_files(ns.run, opts.tracking_dir(ns), ns.limit) if ns.run else None
+        from .readback import show_run_files
+
+        lines = show_run_files(ns.run, opts.tracking_dir(ns), ns.limit) if ns.run else None
         if lines is None:
             print(f"tracking-core show: {exc}", file=sys.stderr)
             return 2
@@ -124,23 +126,31 @@ def _cmd_show(ns: argparse.Namespace) -> int:
             print(f"    {name} = {value:.6g}" + ("" if step is None else f" (step {step})"))
         if len(report.last) > ns.limit:
             print(f"    ... {len(report.last) - ns.limit} more (--limit)")
+        for kind, names in sorted(report.held.items()):
+            print(f"  {kind}: {sum(names.values())} in {len(names)} name(s)")
+            for name, count in sorted(names.items())[: ns.limit]:
+                print(f"    {name} ({count})")
+            if len(names) > ns.limit:
+                print(f"    ... {len(names) - ns.limit} more (--limit)")
+    traces = sorted(handle.run_dir.glob("trace-*.json"))
+    if traces:
+        print("\nphase traces (each rank's timer spans; open in ui.perfetto.dev or chrome://tracing):")
+    for path in traces:
+        try:
+            events = json.loads(path.read_text())["traceEvents"]
+            spans = [e for e in events if e.get("ph") == "X"]
+            print(f"  {path}  ({len(spans)} spans of {len({e.get('pid') for e in spans})} rank(s))")
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            print(f"  {path}  (cannot read it: {type(exc).__name__}: {exc})")
     configs = read_configs(handle)
     print(f"\nconfigs, per namespace (saved in {handle.run_dir / 'config'}):" if configs else "\nno config saved")
-    for namespace, values in configs.items():
-        print(f"  [{namespace}] {len(values)} keys")
+    for namespace, (values, hidden) in configs.items():
+        print(f"  [{namespace}] {len(values)} keys" + (f" ({hidden} unset tracking options not shown)" if hidden else ""))
         for key in sorted(values)[: ns.limit]:
             print(f"    {key} = {_value(values[key])}")
         if len(values) > ns.limit:
             print(f"    ... {len(values) - ns.limit} more (--limit)")
     return 0
-
-
-def _show_run_files(run: str, tracking_dir: str, limit: int) -> list[str] | None:
-    """The lines of the plugin whose ``show_run_files`` knows ``run``; None when none does."""
-    from .viewers import ask
-
-    lines = ask("show_run_files", run=run, tracking_dir=tracking_dir, limit=limit)
-    return None if lines is None else [str(line) for line in lines]
 
 
 def _cmd_diff(ns: argparse.Namespace) -> int:
@@ -160,10 +170,14 @@ def _cmd_sync(ns: argparse.Namespace) -> int:
         where = "" if ns.path else " (the tracking directory: --tracking-dir / $TRACKING_CORE_DIR)"
         print(f"tracking-core sync: {path} does not exist{where}", file=sys.stderr)
         return 2
-    from .delivery.sync import DEFAULT_TIMEOUT, NoTrackingData, sync
+    from .delivery.sync import DEFAULT_TIMEOUT, NoTrackingData, sync, sync_timeout
     from .report import sync_command
 
-    timeout = DEFAULT_TIMEOUT if ns.timeout is None else max(0.0, ns.timeout)
+    try:
+        timeout = DEFAULT_TIMEOUT if ns.timeout is None else sync_timeout(ns.timeout)
+    except ValueError as exc:
+        print(f"tracking-core sync: {exc}", file=sys.stderr)
+        return 2
     try:
         report = sync(path, stream=None if ns.quiet else sys.stderr, timeout=timeout)
     except NoTrackingData as exc:
@@ -203,7 +217,7 @@ def _cmd_sync(ns: argparse.Namespace) -> int:
 
 def _cmd_ui(ns: argparse.Namespace) -> int:
     from .saved_runs import find_saved_run
-    from .viewers import plan_viewers, serve
+    from .viewers import log_dir, plan_viewers, serve
 
     handle = find_saved_run(ns.run, opts.tracking_dir(ns))
     trackers = [t.strip() for t in ns.trackers.split(",") if t.strip()] if ns.trackers else None
@@ -224,7 +238,7 @@ def _cmd_ui(ns: argparse.Namespace) -> int:
             what = shlex.join(viewer.command) if viewer.command else viewer.note
             print(f"{viewer.tracker}: {what}" + (f"  -> {viewer.url}" if viewer.command else ""))
         return 0
-    return serve(viewers, out=sys.stdout, wait=ns.wait)
+    return serve(viewers, out=sys.stdout, logs=log_dir(handle), wait=ns.wait)
 
 
 class _PortOption(argparse.Action):
@@ -274,11 +288,10 @@ def _cmd_plugin(ns: argparse.Namespace) -> int:
 def add_plugin_commands(parser: argparse.ArgumentParser) -> dict[str, Command]:
     """Add the commands of the installed plugins (``register_commands``) to ``parser`` (built by
     :func:`build_parser`); everything after such a command's name is its own parser's."""
-    from .commands import plugin_commands
     from .plugins import get_plugin_manager
 
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    commands = plugin_commands(get_plugin_manager(), reserved=tuple(sub.choices))
+    commands = get_plugin_manager().commands(reserved=tuple(sub.choices))
     for name, command in commands.items():
         p = sub.add_parser(name, add_help=False, help=command.help, description=command.help)
         p.set_defaults(func=_cmd_plugin, plugin_command=command, command_argv=[])
@@ -329,11 +342,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_plugins)
 
     p = sub.add_parser(
-        "show", help="a run: its trackers and where, last metric values, configs per namespace"
+        "show", help="a run: its trackers and where, last metric values, the tables, histograms, texts and artifacts each holds, phase traces, configs per namespace"
     )
     p.add_argument("run", nargs="?", default=None, help="a run directory, handle.json or run id (default: the latest run); or a run directory of a tracker's own files")
     _tracking_dir(p)
-    p.add_argument("--limit", type=int, default=40, help="config keys per namespace and series per tracker shown")
+    p.add_argument("--limit", type=int, default=40, help="config keys per namespace, and series and names of each kind per tracker, shown")
     p.set_defaults(func=_cmd_show)
 
     p = sub.add_parser(
@@ -374,10 +387,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument(
         "--timeout",
-        type=float,
         default=None,
         metavar="SECONDS",
-        help="the most the whole sync may take (default 300): waiting for a process "
+        help="the most the whole sync may take (default 300, at most 604800: a week): waiting for a process "
         "still delivering a journal and every tracker's delivery; a tracker call that has not "
         "returned by then is given up (each tracker is delivered in a process of its own) and "
         "what is left is listed, exit status 1",

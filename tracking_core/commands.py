@@ -12,15 +12,8 @@ and a name that is taken (a built-in command, or another plugin's) is refused wi
 from __future__ import annotations
 
 import argparse
-import logging
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from .plugins import PluginManager
-
-log = logging.getLogger("tracking_core.commands")
 
 #: What a command runs: the namespace its own parser made, to an exit status (None: 0).
 CommandRun = Callable[[argparse.Namespace], "int | None"]
@@ -65,26 +58,3 @@ class CommandRegistrar:
         if owner is not None:
             raise ValueError(f"command {name!r} is taken (by {owner})")
         self.commands[name] = Command(name=name, run=run, help=help, parser=parser, plugin=self.plugin)
-
-
-def plugin_commands(manager: PluginManager, reserved: Collection[str] = ()) -> dict[str, Command]:
-    """Every command the loaded plugins register, by name, in plugin load order. ``reserved``:
-    the built-in commands' names, which no plugin may take. A plugin whose hook raises (a taken
-    name included) is logged, its error recorded for ``tracking-core plugins``, and none of its
-    commands is kept; the others are."""
-    commands: dict[str, Command] = {}
-    for impl in manager._ordered_impls("register_commands"):
-        owners = {name: "tracking-core" for name in reserved}
-        owners.update({name: f"plugin {c.plugin!r}" for name, c in commands.items()})
-        registrar = CommandRegistrar(impl.plugin_name, owners)
-        try:
-            manager._only(impl.plugin, "register_commands")(register=registrar)
-        except Exception as exc:  # noqa: BLE001 - one plugin never takes the CLI down
-            error = f"register_commands raised {type(exc).__name__}: {exc}"
-            info = manager.plugins.get(impl.plugin_name)
-            if info is not None:
-                info.error = error
-            log.warning("plugin %r is left out of the commands: %s", impl.plugin_name, error)
-            continue
-        commands.update(registrar.commands)
-    return commands

@@ -37,6 +37,12 @@ class RunContext:
     resume: bool = False
     #: The process that logs (delivery may run in a helper process: this is the training one).
     pid: int = field(default_factory=os.getpid)
+    #: When the writer started and ended the run (seconds since the epoch, from its journal;
+    #: None: now). ``ended_at`` is set for ``close_run`` only. A tracker that records these
+    #: times takes them, not the time a call reached it: ``tracking-core sync`` may open and
+    #: close a run long after its job ended.
+    started_at: float | None = None
+    ended_at: float | None = None
 
     def option(self, dest: str, env: str | None = None, default: Any = None) -> Any:
         """The host's option ``dest`` if set, else environment variable ``env``, else ``default``."""

@@ -2,7 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import logging
+from collections.abc import Hashable, Sequence
+
+
+class WarnOnce:
+    """Says each kind of trouble once (per run, per process, per plugin: whoever holds it):
+    a warning repeated at every call is noise that hides the next one."""
+
+    def __init__(self, logger: logging.Logger) -> None:
+        self.log = logger
+        self.said: set[Hashable] = set()
+
+    def __call__(self, kind: Hashable, msg: str, *args: object, level: int = logging.WARNING) -> bool:
+        """Log ``msg % args`` at ``level`` the first time ``kind`` comes; True then."""
+        if kind in self.said:
+            return False
+        self.said.add(kind)
+        self.log.log(level, msg, *args)
+        return True
 
 
 class TrackingError(Exception):

@@ -48,9 +48,7 @@ class RunHandle:
     tracking_dir: str
     key_style: str = "default"
     backends: dict[str, dict[str, Any]] = field(default_factory=dict)
-    options: dict[str, Any] = field(default_factory=dict)
     pending: list[str] = field(default_factory=list)
-    version: int = 2
     host: str = ""
 
     def to_json(self) -> str:
@@ -63,22 +61,13 @@ class RunHandle:
                 found = "missing" if required not in data else f"{data[required]!r}"
                 raise malformed(f"{required!r} must be a non-empty string ({found})")
         try:
-            backends = {str(k): dict(v) for k, v in dict(data.get("backends") or {}).items()}
-            pending = [str(p) for p in data.get("pending") or []]
-            for name, entry in backends.items():  # a handle written before targets existed
-                if entry.get("pending") is True:
-                    entry.pop("pending")
-                    if name not in pending:
-                        pending.append(name)
             return cls(
                 run_id=str(data["run_id"]),
                 name=str(data.get("name") or data["run_id"]),
                 tracking_dir=str(data["tracking_dir"]),
                 key_style=str(data.get("key_style") or "default"),
-                backends=backends,
-                options=dict(data.get("options") or {}),
-                pending=pending,
-                version=int(data.get("version", 2)),
+                backends={str(k): dict(v) for k, v in dict(data.get("backends") or {}).items()},
+                pending=[str(p) for p in data.get("pending") or []],
                 host=str(data.get("host") or ""),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:

@@ -28,9 +28,7 @@ import pluggy
 if TYPE_CHECKING:
     from .commands import CommandRegistrar
     from .context import RunContext
-    from .handle import RunHandle
-    from .options import HostParser
-    from .readback import TrackerReport
+    from .host_parser import HostParser
     from .records import (
         ArtifactRecord,
         ConfigSection,
@@ -41,58 +39,22 @@ if TYPE_CHECKING:
         TextRecord,
     )
     from .registry import BackendRegistrar
-    from .viewers import Viewer
 
 PROJECT = "tracking_core"
 
 hookspec = pluggy.HookspecMarker(PROJECT)
 
-#: The names of every hook of the contract, in the order the README documents them.
-HOOK_NAMES = (
-    "register_backends",
-    "add_options",
-    "host_backends",
-    "collect_config",
-    "open_run",
-    "attach_run",
-    "log_config",
-    "log_metrics",
-    "log_table",
-    "log_histogram",
-    "log_text",
-    "log_artifact",
-    "close_run",
-    "publish_writer",
-    "read_writers",
-    "tracker_location",
-    "tracker_sync",
-    "tracker_viewer",
-    "read_tracker",
-    "show_run_files",
-    "project_options",
-    "register_commands",
-)
-
-
 @hookspec
 def register_backends(register: BackendRegistrar) -> None:
-    """Offer named backends by calling ``register(Backend(name, factory, requires=..., extra=...))``.
+    """Offer named backends by calling ``register(Backend(name, factory, ...))``.
 
-    A :class:`~tracking_core.plugin_api.Backend` describes one backend as data. ``factory`` is a
-    callable, or a ``"module:attribute"`` string imported only when the backend is selected, that
-    takes a :class:`RunContext` and returns the backend instance (an object with hook
-    implementations). ``requires`` lists the import names the backend needs and ``extra`` the
-    distribution extra that installs them, so selecting a backend whose library is missing says
-    what to install. ``delivery=Delivery(max_batch=..., batch_interval=...)``: ``max_batch`` caps
-    the records per :func:`log_metrics` call (default 1000); ``batch_interval`` makes the worker
-    deliver at most that often (seconds) unless a full batch is waiting or the run flushes, for
-    trackers whose every call has a large fixed cost. ``target`` (a callable or
-    ``"module:attribute"``) takes a :class:`RunContext` and says where the backend's run goes
-    (JSON, never a credential), without connecting or importing the tracker: it is computed in
-    the training process at start, kept in the run handle, and handed to :func:`open_run`.
-    ``terminal=True`` says the backend writes to the training process's terminal (its stderr): a
-    delivery process running it keeps that stderr open, where otherwise its output goes to a log
-    file of its own. Nothing here may import a tracker library: listing plugins must stay cheap.
+    A :class:`~tracking_core.plugin_api.Backend` describes one backend as data: the factory that
+    builds its instance (a callable, or a ``"module:attribute"`` string imported only when the
+    backend is selected), what it ``requires`` and the ``extra`` that installs it, how its metrics
+    are batched, its ``target`` (where its run goes, computed at start without the tracker), and
+    its ``views`` (what the core says about its runs: where they are, how to upload them, their
+    viewer and read-back, the options a host's project sets). Nothing here may import a tracker
+    library: listing plugins must stay cheap.
     """
 
 
@@ -210,7 +172,10 @@ def log_artifact(artifact: ArtifactRecord, run: RunContext) -> None:
 @hookspec
 def close_run(status: RunStatus, run: RunContext) -> None:
     """Flush and close. A primary ends the run with ``status``; a secondary only flushes
-    and detaches, leaving the run open for the others."""
+    and detaches, leaving the run open for the others. ``run.ended_at`` is when the job ended
+    it (epoch seconds, from its journal; ``run.started_at`` when it started, where sync opens
+    the run): a tracker that records these times takes them, also where ``tracking-core sync``
+    closes the run long after."""
 
 
 
@@ -221,10 +186,15 @@ def publish_writer(state: Mapping[str, Any], run: RunContext) -> None:
     ``state`` is plain JSON: ``label`` (the writer's key in the registry, unique per writing
     process), ``role``, ``rank``, ``host``, ``pid``, ``state`` (``writing``, ``complete`` or
     ``incomplete``), ``journaled`` and ``delivered`` (values this backend was given / took from
-    that writer so far; ``rejected`` the ones it refused), ``through`` (epoch seconds: what it
-    logged before then is delivered), ``at`` (epoch seconds of the publication), ``beat`` (seconds between its publications while it writes; 0: none),
-    ``tracking_dir`` (the writer's own, on its host) and ``sync`` (the command that delivers its
-    leftovers there). A writer publishes ``writing`` when it has opened or attached the run, then
+    that writer so far; ``rejected`` the ones it refused), ``seq`` (its publications, counted),
+    ``behind`` (seconds, on its own clock, between the publication and the time before which
+    everything it logged was delivered), ``at`` (epoch seconds of the publication on its host's
+    clock: shown, never compared with another host's), ``beat`` (seconds between its
+    publications while it writes; 0: none), ``tracking_dir`` (the writer's own, on its host) and
+    ``sync`` (the command that delivers its leftovers there); every string already redacted.
+    Keep every value whole: what does not fit where the tracker stores it goes elsewhere (MLflow
+    gives each string of a state a share of one tag, and each writer a primary names a tag of
+    its own), and a value the tracker may have cut is never read back as a verdict. A writer publishes ``writing`` when it has opened or attached the run, then
     as a heartbeat and when it has caught up, and ``complete`` or ``incomplete`` when it closes;
     ``tracking-core sync`` publishes ``complete`` for the writer of a journal it completes.
     Replace the writer's previous state. A primary's closing state may also hold ``incomplete``
@@ -241,79 +211,6 @@ def read_writers(run: RunContext) -> Mapping[str, Mapping[str, Any]] | None:
     (optional; None: this backend keeps no registry). A finishing primary asks it to wait for
     the writers on other nodes and to name, in its summary and on the run, each that still owes
     data."""
-
-
-# -- what a tracker says about a run it holds (``tracking-core show`` / ``ui``, start and end) --
-# Plugin-module hooks, asked per backend of a run with its entry of the run handle: the plugin
-# that offers the backend answers, every other plugin returns None.
-
-
-@hookspec(firstresult=True)
-def tracker_location(backend: str, entry: Mapping[str, Any], handle: RunHandle) -> Sequence[str] | None:
-    """Say where ``backend``'s data of the run is and the command that shows it, one line each.
-
-    ``entry`` is the backend's entry of the run handle (its target, or what ``open_run``
-    returned); ``handle`` the whole handle. The lines go under the run's start line and after
-    the demo's run. Return None for a backend that is not this plugin's, ``[]`` to say nothing
-    (a backend whose output was on the terminal). Without an answer, the entry itself is shown.
-    """
-
-
-@hookspec(firstresult=True)
-def tracker_sync(backend: str, entry: Mapping[str, Any], handle: RunHandle) -> Sequence[str] | None:
-    """Say how to upload ``backend``'s data of the run that is kept only on this machine (an
-    offline run), one line each: said under the summary at the end of the run.
-
-    Return None where nothing waits to be uploaded, or for a backend that is not this plugin's.
-    """
-
-
-@hookspec(firstresult=True)
-def tracker_viewer(
-    backend: str, entry: Mapping[str, Any], handle: RunHandle, host: str, port: int | None, dry_run: bool
-) -> Viewer | None:
-    """Say what ``tracking-core ui`` starts to look at ``backend``'s data of the run: a
-    :class:`~tracking_core.viewers.Viewer` with the command, the URL to open and the URL that
-    answers once it is up; or one without a command whose ``url`` or ``note`` says where to
-    look (a tracking server's own UI, an offline run to upload first).
-
-    ``port`` is a free port on ``host`` for a backend that declares ``viewer_port`` in its
-    registration (``--<backend>-port`` picks another), else None. ``dry_run``: the command is
-    only printed, so find nothing that needs the tracker's library or server. Return None for a
-    backend that is not this plugin's.
-    """
-
-
-@hookspec(firstresult=True)
-def read_tracker(backend: str, entry: Mapping[str, Any], handle: RunHandle) -> TrackerReport | None:
-    """Read ``backend``'s data of the run back with the tracker's own reader, for
-    ``tracking-core show``: a :class:`~tracking_core.readback.TrackerReport` with where it is,
-    the run's status and the last value of each series.
-
-    Raise when it cannot be read: the error is said on the backend's line (an ImportError with
-    the command that installs the backend's extra) and the other backends are still read. Called
-    in a thread of its own, beside the other backends' readers. Return None for a backend that is
-    not this plugin's.
-    """
-
-
-@hookspec(firstresult=True)
-def show_run_files(run: str, tracking_dir: str, limit: int) -> Sequence[str] | None:
-    """Show a run that has no saved handle from this plugin's own files: the lines
-    ``tracking-core show RUN`` prints, when ``run`` (a directory, or a run id under
-    ``tracking_dir``) names such a run; else None. ``limit``: the most keys or series shown of
-    each section (``--limit``)."""
-
-
-@hookspec
-def project_options(project: str) -> Mapping[str, Any] | None:
-    """Return the backend options that put a host's runs in its project ``project`` (Accelerate's
-    ``init_trackers(project_name)``, verl's ``project_name``): ``{"mlflow_experiment": project}``.
-
-    Leave out an option the tracker's own environment variable already sets (``WANDB_PROJECT``):
-    that variable wins, as it would with the host's own tracker integration. Options the host
-    passes itself win over these; return None to add nothing.
-    """
 
 
 @hookspec

@@ -54,6 +54,11 @@ def unregister(run: Run) -> None:
     _open_runs.discard(run)
 
 
+def primary_open(run_id: str) -> bool:
+    """Whether the primary of run ``run_id`` is open (not finished yet) in this process."""
+    return any(run.primary and run.run_id == run_id for run in list(_open_runs))
+
+
 def finish_all(status: RunStatus | None = None) -> None:
     for run in list(_open_runs):
         try:

@@ -11,18 +11,20 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pluggy
 
 from . import hookspecs, settings
+from .commands import Command, CommandRegistrar
 from .errors import BackendUnavailable, PluginLoadError, UnknownBackend
 from .registry import BackendRegistrar, BackendSpec, check_selectable
+from .views import Views
 
 if TYPE_CHECKING:
-    from .options import HostParser
+    from .host_parser import HostParser
 
 log = logging.getLogger("tracking_core.plugins")
 
@@ -61,18 +63,7 @@ class PluginInfo:
         return kinds
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "kind": ",".join(self.kinds) or None,
-            "distribution": self.distribution,
-            "version": self.version,
-            "module": self.module,
-            "hooks": self.hooks,
-            "backends": self.backends,
-            "error": self.error,
-            "disabled": self.disabled,
-            "missing": dict(self.missing),
-        }
+        return {"name": self.name, "kind": ",".join(self.kinds) or None, **asdict(self)}
 
 
 def disabled_names() -> set[str]:
@@ -104,11 +95,11 @@ class PluginManager:
 
     # -- loading -------------------------------------------------------------------------------
     def load_entry_points(self, group: str = hookspecs.PROJECT) -> None:
-        from importlib import metadata  # ~30 ms: paid when plugins are first needed, not at import
+        from .entry_points import entry_points  # importlib.metadata's answer, without its cost
 
         blocked = disabled_names()
         seen: set[str] = set()
-        for ep in metadata.entry_points(group=group):
+        for ep in entry_points(group):
             if ep.name in seen:  # the same distribution found twice on sys.path
                 continue
             seen.add(ep.name)
@@ -151,7 +142,7 @@ class PluginManager:
             self.pm.unregister(plugin)
             info.error = (
                 f"implements hook(s) the contract does not define: {', '.join(unknown)} "
-                f"(known hooks: {', '.join(hookspecs.HOOK_NAMES)})"
+                f"(known hooks: {', '.join(c.name for c in vars(self.pm.hook).values() if c.spec)})"
             )
             log.warning("plugin %r is left out: %s", name, info.error)
             return False
@@ -200,6 +191,12 @@ class PluginManager:
                     info.missing.pop(spec.name, None)
             self._backends = registrar.specs
         return self._backends
+
+    def views(self, name: str) -> Views:
+        """What backend ``name`` says about its runs: its registered views, or views that say
+        nothing (a backend no installed plugin offers)."""
+        spec = self.backends.get(name)
+        return spec.views if spec is not None else Views()
 
     def select(self, names: Sequence[str], source: str | None = None) -> list[BackendSpec]:
         """The specs of the selected backends, or an error that says what to do (``source``:
@@ -267,6 +264,28 @@ class PluginManager:
                     error,
                     f" (taken back: {', '.join(taken)})" if taken else "",
                 )
+
+    def commands(self, reserved: Collection[str] = ()) -> dict[str, Command]:
+        """Every command the loaded plugins register, by name, in plugin load order. ``reserved``:
+        the built-in commands' names, which no plugin may take. A plugin whose hook raises (a taken
+        name included) is logged, its error recorded for ``tracking-core plugins``, and none of its
+        commands is kept; the others are."""
+        commands: dict[str, Command] = {}
+        for impl in self._ordered_impls("register_commands"):
+            owners = {name: "tracking-core" for name in reserved}
+            owners.update({name: f"plugin {c.plugin!r}" for name, c in commands.items()})
+            registrar = CommandRegistrar(impl.plugin_name, owners)
+            try:
+                self._only(impl.plugin, "register_commands")(register=registrar)
+            except Exception as exc:  # noqa: BLE001 - one plugin never takes the CLI down
+                error = f"register_commands raised {type(exc).__name__}: {exc}"
+                info = self.plugins.get(impl.plugin_name)
+                if info is not None:
+                    info.error = error
+                log.warning("plugin %r is left out of the commands: %s", impl.plugin_name, error)
+                continue
+            commands.update(registrar.commands)
+        return commands
 
     def call_each(self, hook_name: str, **kwargs: Any) -> Iterable[tuple[str, Any]]:
         """Call every implementation of ``hook_name`` in load order, one at a time and each

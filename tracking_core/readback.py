@@ -3,11 +3,12 @@
 A run is found by its saved handle (:mod:`tracking_core.saved_runs`), which names every tracker
 of the run and where its data went. The configs of every namespace are read from the run
 directory (tracking-core keeps each one losslessly there, whatever the trackers), and each
-tracker of the run is asked what it holds by its plugin's ``read_tracker`` hook, which reads it
-with the tracker's own client, so what is shown is what that tracker will show. The trackers
+tracker of the run is asked what it holds by its views (:meth:`~tracking_core.views.Views.read`),
+which read it with the tracker's own client, so what is shown is what that tracker will show. The trackers
 are read concurrently; one that cannot be read (library missing, server down) is reported on
-its line, and the others are still read. A tracker whose plugin has no reader is listed with
-where its data went.
+its line, and the others are still read. A tracker whose views have no reader is listed with
+where its data went. A run of a tracker's own files that has no saved handle is shown by the
+views that know it (:func:`show_run_files`).
 """
 
 from __future__ import annotations
@@ -15,47 +16,42 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from .handle import RunHandle
+from .plugins import get_plugin_manager
+from .views import TrackerReport
 
-__all__ = ["TrackerReport", "read_configs", "read_trackers"]
-
-
-@dataclass
-class TrackerReport:
-    """What one tracker holds of the run (what a plugin's ``read_tracker`` returns): ``where``
-    its data is, the run's ``status`` there, a line of ``detail``; ``last`` maps a series to its
-    last ``(value, step)`` (``step`` None where the tracker keeps no step with the value);
-    ``error`` says why the tracker could not be read, when it could not."""
-
-    tracker: str
-    where: str
-    status: str | None = None
-    detail: str = ""
-    last: dict[str, tuple[float, int | None]] = field(default_factory=dict)
-    error: str | None = None
+__all__ = ["SavedConfig", "read_configs", "read_trackers", "show_run_files"]
 
 
-def read_configs(handle: RunHandle) -> dict[str, dict[str, Any]]:
-    """Each namespace's saved config (``launch``, ``actor``, ...): its ``values`` as logged."""
-    out: dict[str, dict[str, Any]] = {}
+class SavedConfig(NamedTuple):
+    """A namespace's saved config as ``show`` prints it: its ``values`` without the tracking
+    options left unset, and how many of those the saved JSON also holds (``hidden``)."""
+
+    values: dict[str, Any]
+    hidden: int
+
+
+def read_configs(handle: RunHandle) -> dict[str, SavedConfig]:
+    """Each namespace's saved config (``launch``, ``actor``, ...), as logged."""
+    from .config.shaping import shown_values
+
+    out: dict[str, SavedConfig] = {}
     for path in sorted((handle.run_dir / "config").glob("*.json")):
         try:
             doc = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
         if isinstance(doc, dict) and isinstance(doc.get("values"), dict):
-            out[str(doc.get("namespace") or path.stem)] = doc["values"]
+            values = shown_values(doc["values"], doc.get("report") if isinstance(doc.get("report"), dict) else None)
+            out[str(doc.get("namespace") or path.stem)] = SavedConfig(values, len(doc["values"]) - len(values))
     return out
 
 
 def _install_command(tracker: str, exc: ImportError) -> str:
     """What installs the reader of ``tracker``: the extra of the plugin that offers it (the
     packages named), else the missing module as a package."""
-    from .plugins import get_plugin_manager
-
     missing = [exc.name] if exc.name else []
     spec = get_plugin_manager().backends.get(tracker)
     if spec is not None and spec.extra:
@@ -64,19 +60,14 @@ def _install_command(tracker: str, exc: ImportError) -> str:
 
 
 def _read_one(name: str, entry: Mapping[str, Any], handle: RunHandle) -> TrackerReport:
-    from .viewers import ask
-
+    where = json.dumps(dict(entry), sort_keys=True, default=str)
     try:
-        report = ask("read_tracker", backend=name, entry=entry, handle=handle)
-        if report is None:
-            return TrackerReport(name, json.dumps(dict(entry), sort_keys=True, default=str), detail="no local reader")
-        return report
+        report = get_plugin_manager().views(name).read(entry, handle)
     except ImportError as exc:
-        where = json.dumps(dict(entry), sort_keys=True, default=str)
         return TrackerReport(name, where, error=f"{exc}; to read it here: {_install_command(name, exc)}")
     except Exception as exc:  # noqa: BLE001 - one tracker's failure is its own line
-        where = json.dumps(dict(entry), sort_keys=True, default=str)
         return TrackerReport(name, where, error=f"{type(exc).__name__}: {str(exc)[:300]}")
+    return report or TrackerReport(name, where, detail="no local reader")
 
 
 def read_trackers(handle: RunHandle) -> list[TrackerReport]:
@@ -85,3 +76,13 @@ def read_trackers(handle: RunHandle) -> list[TrackerReport]:
     with ThreadPoolExecutor(max_workers=max(1, len(items))) as pool:
         futures = [pool.submit(_read_one, name, entry, handle) for name, entry in items]
         return [f.result() for f in futures]
+
+
+def show_run_files(run: str, tracking_dir: str, limit: int) -> list[str] | None:
+    """The lines of the first backend whose views know ``run`` as a run of their own files
+    (:meth:`~tracking_core.views.Views.show_files`); None when none does."""
+    for spec in get_plugin_manager().backends.values():
+        lines = spec.views.show_files(run, tracking_dir, limit)
+        if lines is not None:
+            return [str(line) for line in lines]
+    return None

@@ -8,8 +8,10 @@ to a backend's worker without conversion.
 from __future__ import annotations
 
 import enum
+import json as _json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 
@@ -67,6 +69,9 @@ class MetricRecord(_OnAxis):
     step_key: str | None = None
 
 
+#: Format tag of a config section's JSON document (:attr:`ConfigSection.json`).
+CONFIG_FORMAT = "tracking-core/config@1"
+
 
 @dataclass(frozen=True)
 class ConfigSection:
@@ -86,6 +91,30 @@ class ConfigSection:
     values: Mapping[str, Any]
     params: Mapping[str, Any]
     report: Mapping[str, Any] = field(default_factory=dict)
+
+    @cached_property
+    def json(self) -> str:
+        """The section's lossless JSON artifact (:func:`tracking_core.config.config_json`),
+        made once and carried with it: the run saves it and each backend logs the same text.
+        ASCII-only, so writing it never depends on the locale; never fails: values that are not
+        plain data (a section built by hand) are converted first."""
+        doc = {
+            "format": CONFIG_FORMAT,
+            "namespace": self.namespace,
+            "role": self.role,
+            "prefix": self.prefix,
+            "logged_as_params": bool(self.params),
+            "values": dict(self.values),
+            "report": dict(self.report or {}),
+        }
+        try:
+            text = _json.dumps(doc, allow_nan=False, sort_keys=True, indent=1, ensure_ascii=True)
+        except (TypeError, ValueError):
+            from .config.convert import to_plain
+
+            plain, _ = to_plain({"v": doc})
+            text = _json.dumps(plain["v"], allow_nan=False, sort_keys=True, indent=1, ensure_ascii=True)
+        return text + "\n"
 
 
 # -- the rich kinds ------------------------------------------------------------------------------

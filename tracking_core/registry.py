@@ -1,9 +1,9 @@
 """Named backends offered by plugins, and turning a selected name into a backend instance.
 
 A plugin describes each backend it offers as data, a :class:`Backend` (name, factory, what it
-requires, how its metrics are batched (:class:`Delivery`), where its run goes), and hands it to
-the ``register`` callback of ``register_backends``. The host keeps it as a :class:`BackendSpec`:
-the same fields plus the plugin (and distribution) that offered it.
+requires, how its metrics are batched, where its run goes, its :class:`~tracking_core.views.Views`),
+and hands it to the ``register`` callback of ``register_backends``. The host keeps it as a
+:class:`BackendSpec`: the same fields plus the plugin (and distribution) that offered it.
 
 A backend may also declare its **target** (``Backend(..., target="module:function")``): where
 its run goes, computed in the training process when a run starts, before (and without) any
@@ -17,18 +17,14 @@ import importlib
 import importlib.util
 import logging
 import re
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
-from typing import Any, cast
+from typing import Any
 
 from .errors import BackendUnavailable, UnknownBackend
+from .views import Views
 
 log = logging.getLogger("tracking_core.registry")
-
-BackendFactory = Callable[..., Any]
-#: ``target(run: RunContext) -> dict``: where the backend's run goes (see :class:`BackendSpec`).
-BackendTarget = Callable[..., Mapping[str, Any]]
 
 
 def _resolve(ref: Any) -> Any:
@@ -43,33 +39,6 @@ def _resolve(ref: Any) -> Any:
 
 
 @dataclass(frozen=True)
-class Delivery:
-    """How the delivery process hands this backend its metric rows.
-
-    ``max_batch`` caps the records per ``log_metrics`` call (default 1000); ``batch_interval``
-    makes the worker deliver at most that often (seconds) unless a full batch is waiting or the
-    run flushes, for trackers whose every call has a large fixed cost.
-    """
-
-    max_batch: int | None = None
-    batch_interval: float | None = None
-
-    def __post_init__(self) -> None:
-        if self.max_batch is not None and (
-            isinstance(self.max_batch, bool) or not isinstance(self.max_batch, int) or self.max_batch < 1
-        ):
-            raise ValueError(f"Delivery(max_batch={self.max_batch!r}): give a whole number of records, 1 or more")
-        if self.batch_interval is not None and (
-            isinstance(self.batch_interval, bool)
-            or not isinstance(self.batch_interval, int | float)
-            or self.batch_interval < 0
-        ):
-            raise ValueError(
-                f"Delivery(batch_interval={self.batch_interval!r}): give seconds, 0 or more"
-            )
-
-
-@dataclass(frozen=True)
 class Backend:
     """A backend a plugin offers, as ``register_backends`` hands it to ``register(...)``.
 
@@ -77,7 +46,9 @@ class Backend:
     is selected, that takes a :class:`~tracking_core.context.RunContext` and returns the backend
     instance. ``requires`` lists the import names the backend needs and ``extra`` the
     distribution extra that installs them, so selecting a backend whose library is missing says
-    what to install. ``delivery`` says how its metric rows are batched (:class:`Delivery`).
+    what to install. ``max_batch`` caps the records per ``log_metrics`` call (default 1000);
+    ``batch_interval`` makes the worker deliver at most that often (seconds) unless a full batch
+    is waiting or the run flushes, for trackers whose every call has a large fixed cost.
 
     ``target``, when declared, computes where this backend's run goes from the run's options and
     environment: ``target(run: RunContext) -> dict``, JSON-serialisable, never a credential
@@ -88,21 +59,24 @@ class Backend:
     the tracker's local viewer prefers (``tracking-core ui`` gives it a free one from there and a
     ``--<name>-port`` option). ``default_rank``: the backend may be the embedded default, used
     when nothing selects a backend; of the installed ones, the highest rank is chosen.
+    ``views``: what the core says about the backend's runs (:class:`~tracking_core.views.Views`).
 
     Every field after ``factory`` has a default, so a field added later is a keyword with a
     default that existing plugins need not know about.
     """
 
     name: str
-    factory: BackendFactory | str
+    factory: Callable[..., Any] | str
     requires: Sequence[str] = ()
     extra: str | None = None
     description: str = ""
-    delivery: Delivery = Delivery()
-    target: BackendTarget | str | None = None
+    max_batch: int | None = None
+    batch_interval: float | None = None
+    target: Callable[..., Mapping[str, Any]] | str | None = None
     terminal: bool = False
     viewer_port: int | None = None
     default_rank: int | None = None
+    views: Views = Views()
 
     def __post_init__(self) -> None:
         what = f"Backend({self.name!r})"
@@ -124,15 +98,22 @@ class Backend:
         object.__setattr__(self, "requires", tuple(self.requires))
         if not all(isinstance(module, str) and module for module in self.requires):
             raise TypeError(f"{what}: requires holds import names (strings), got {self.requires!r}")
-        if not isinstance(self.delivery, Delivery):
-            raise TypeError(
-                f"{what}: delivery must be a Delivery(max_batch=..., batch_interval=...), "
-                f"not {self.delivery!r}"
-            )
+        if self.max_batch is not None and (
+            isinstance(self.max_batch, bool) or not isinstance(self.max_batch, int) or self.max_batch < 1
+        ):
+            raise ValueError(f"{what}: max_batch={self.max_batch!r}: give a whole number of records, 1 or more")
+        if self.batch_interval is not None and (
+            isinstance(self.batch_interval, bool)
+            or not isinstance(self.batch_interval, int | float)
+            or self.batch_interval < 0
+        ):
+            raise ValueError(f"{what}: batch_interval={self.batch_interval!r}: give seconds, 0 or more")
         if self.target is not None and not (callable(self.target) or _is_reference(self.target)):
             raise TypeError(
                 f"{what}: target must be a callable or a 'module:attribute' string, not {self.target!r}"
             )
+        if not isinstance(self.views, Views):
+            raise TypeError(f"{what}: views must be a tracking_core.plugin_api.Views, not {self.views!r}")
 
 
 def _is_reference(ref: object) -> bool:
@@ -159,16 +140,6 @@ class BackendSpec(Backend):
         given = {f.name: getattr(backend, f.name) for f in fields(Backend)}
         return cls(**given, plugin=plugin, distribution=distribution)
 
-    @property
-    def max_batch(self) -> int | None:
-        """``delivery.max_batch``."""
-        return self.delivery.max_batch
-
-    @property
-    def batch_interval(self) -> float | None:
-        """``delivery.batch_interval``."""
-        return self.delivery.batch_interval
-
     def install_command(self, missing: Sequence[str]) -> str:
         """What to run to install ``missing`` (import names of ``requires``): the plugin's own
         distribution with its extra, ``pip install "tracking-core[tensorboard]"``, followed by
@@ -193,28 +164,20 @@ class BackendSpec(Backend):
                 out.append(module)
         return out
 
-    def resolve_factory(self) -> BackendFactory:
+    def resolve_factory(self) -> Callable[..., Any]:
         """The factory (a ``"module:attribute"`` string is imported now)."""
-        return cast(BackendFactory, _resolve(self.factory))
+        return _resolve(self.factory)
 
-    def resolve_target(self) -> BackendTarget | None:
+    def resolve_target(self) -> Callable[..., Mapping[str, Any]] | None:
         """The target function, or None when the backend declares none."""
-        if self.target is None:
-            return None
-        return cast(BackendTarget, _resolve(self.target))
-
-
-#: The keyword arguments of the loose ``register(name, factory, ...)`` form (deprecated).
-_LOOSE = ("requires", "extra", "description", "max_batch", "batch_interval", "target", "terminal")
+        return None if self.target is None else _resolve(self.target)
 
 
 @dataclass
 class BackendRegistrar:
     """The ``register`` callback handed to ``register_backends``: ``register(Backend(...))``.
 
-    The host keeps the first registration of a name and reports later ones by plugin name. The
-    loose form ``register(name, factory, requires=..., ...)`` still works for one release, with
-    a :class:`DeprecationWarning` that says what to write instead.
+    The host keeps the first registration of a name and reports later ones by plugin name.
     """
 
     specs: dict[str, BackendSpec] = field(default_factory=dict)
@@ -222,19 +185,12 @@ class BackendRegistrar:
     distribution: str | None = None
     duplicates: list[tuple[str, str, str]] = field(default_factory=list)
 
-    def __call__(self, backend: Backend | str, factory: BackendFactory | str | None = None, **loose: Any) -> None:
-        if not isinstance(backend, Backend):
-            backend = self._from_loose(backend, factory, loose)
-        elif factory is not None or loose:
-            raise TypeError(
-                f"plugin {self.plugin!r}: register(Backend(...)) takes the Backend alone; "
-                f"give {', '.join(['factory'] * (factory is not None) + sorted(loose))} "
-                "as fields of the Backend"
-            )
-        self.add(backend)
-
-    def add(self, backend: Backend) -> None:
+    def __call__(self, backend: Backend) -> None:
         """Keep ``backend`` under its name, unless an earlier plugin registered that name."""
+        if not isinstance(backend, Backend):
+            raise TypeError(
+                f"plugin {self.plugin!r}: register() takes a Backend(name, factory, ...), not {backend!r}"
+            )
         name = backend.name
         if name in self.specs:
             first = self.specs[name].plugin
@@ -249,48 +205,6 @@ class BackendRegistrar:
             )
             return
         self.specs[name] = BackendSpec.of(backend, self.plugin, self.distribution)
-
-    def _from_loose(self, name: Any, factory: Any, loose: dict[str, Any]) -> Backend:
-        """The :class:`Backend` the deprecated ``register(name, factory, **keywords)`` means."""
-        unknown = sorted(set(loose) - set(_LOOSE))
-        if unknown:
-            raise TypeError(
-                f"plugin {self.plugin!r}: register() got unexpected keyword(s) {', '.join(unknown)}; "
-                f"a Backend's fields are {', '.join(f.name for f in fields(Backend))}"
-            )
-        if factory is None:
-            raise TypeError(
-                f"plugin {self.plugin!r}: register({name!r}) needs a factory: "
-                f"register(Backend({name!r}, factory))"
-            )
-        batching: dict[str, Any] = {k: loose.pop(k) for k in ("max_batch", "batch_interval") if k in loose}
-        try:
-            backend = Backend(name, factory, **loose, delivery=Delivery(**batching))
-        except ValueError as exc:
-            raise ValueError(f"plugin {self.plugin!r} registered an invalid backend: {exc}") from None
-        warnings.warn(
-            f"plugin {self.plugin!r}: register(name, factory, **keywords) is deprecated and will be "
-            f"removed in the next release; write register({_spelled(backend, batching)}) "
-            "(from tracking_core.plugin_api import Backend, Delivery)",
-            DeprecationWarning,
-            stacklevel=3,
-        )
-        return backend
-
-
-def _spelled(backend: Backend, batching: Mapping[str, Any]) -> str:
-    """``Backend(...)`` as a plugin would write it, for the deprecation message."""
-    factory = backend.factory if isinstance(backend.factory, str) else getattr(backend.factory, "__qualname__", "factory")
-    parts = [repr(backend.name), repr(factory) if isinstance(backend.factory, str) else str(factory)]
-    for f in fields(Backend)[2:]:
-        value = getattr(backend, f.name)
-        if f.name == "delivery":
-            if batching:
-                parts.append("delivery=Delivery(" + ", ".join(f"{k}={v!r}" for k, v in batching.items()) + ")")
-        elif value != f.default:
-            shown = getattr(value, "__qualname__", None) if callable(value) else repr(value)
-            parts.append(f"{f.name}={shown}")
-    return "Backend(" + ", ".join(parts) + ")"
 
 
 _EXTRA_MARKER = re.compile(r"""extra\s*==\s*["']([^"']+)["']""")

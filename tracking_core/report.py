@@ -24,15 +24,15 @@ import os
 import shlex
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import settings
+from .summary import FinishSummary, count
 
 if TYPE_CHECKING:
     from .handle import RunHandle
-    from .summary import FinishSummary
 
 __all__ = ["command", "finished", "quiet", "started", "sync_command"]
 
@@ -70,7 +70,7 @@ def command(*args: str | os.PathLike[str]) -> str:
     ``<python> -m tracking_core`` when there is none."""
     beside = Path(sys.executable).parent / TOOL
     if beside.exists():
-        from .viewers import runnable
+        from .views import runnable
 
         head = shlex.quote(runnable(TOOL))
     else:
@@ -122,6 +122,9 @@ def finished(summary: FinishSummary, handle: RunHandle, *, tracking_dir: str | o
     ``tracker_sync``). Never raises."""
     try:
         upload = [f"  {line}" for line in _upload_lines(handle)]
+        if summary.drained and summary.roles_without_writer:  # values went nowhere: always said
+            log.warning("%s", "\n".join([f"tracking-core: {summary.describe()}", *upload]))
+            return
         if summary.drained:
             if not quiet(args):
                 log.info("%s", "\n".join([f"tracking-core: {summary.describe()}", *upload]))
@@ -152,8 +155,12 @@ def incomplete_block(summary: FinishSummary, handle: RunHandle, tracking_dir: st
     deadline = time.monotonic() + COUNT_BUDGET
     own = owed_in(Path(summary.journal), deadline) if summary.journal else {}
     peers = [owed_in(Path(folder), deadline) for folder in summary.peers]
+    replayed = {Path(folder).name for folder in summary.peers}  # a journal's folder is its writer's label
     for name, info in summary.backends.items():
-        lines.append(f"  {name}: {tracker_line(name, info, summary.logged, own.get(name), peers)}")
+        # the job's other writers whose journals were not replayed here (still delivering, or on
+        # another node): what they said they logged and delivered, as the details line counts them
+        others = [s for label, s in summary.job.get(name, {}).items() if label not in replayed]
+        lines.append(f"  {name}: {tracker_line(name, info, summary.logged, own.get(name), peers, others)}")
     for cause in reported():
         lines.append(f"  {cause}")
     for info in summary.writers.values():
@@ -174,11 +181,16 @@ def tracker_line(
     logged: int,
     own: Mapping[str, Any] | None,
     peers: list[dict[str, dict[str, Any]]],
+    others: Sequence[Mapping[str, Any]] = (),
 ) -> str:
-    """What one tracker lacks: values (this writer's, and those of the other writers whose
-    journals were replayed here), config sections not delivered, and whether the run was closed
-    there. The values are counted as ``tracking-core sync`` counts what it then delivers."""
+    """What one tracker lacks: values (this writer's, those of the other writers whose journals
+    were replayed here, and those ``others`` said they logged and delivered), config sections not
+    delivered, and whether the run was closed there. The values are counted as
+    ``tracking-core sync`` counts what it then delivers."""
     delivered, total = int(info.get("delivered", 0)), logged
+    for state in others:
+        delivered += count(state.get("delivered"))
+        total += count(state.get("journaled"))
     rejected = int(info.get("rejected", 0))
     counted = own is not None and not own.get("partial")
     configs = own["configs"] if counted and own is not None else len(info.get("missing_configs") or [])

@@ -32,7 +32,7 @@ def axis_of(record: MetricRecord | TableRecord | HistogramRecord | TextRecord) -
 
 
 @dataclass
-class Row:
+class StepRow:
     """One ``log`` call: metric values, the axis and its step, the wall-clock time, and the
     ``seq`` of its first record (with the time, a stable name for the row across retries).
 
@@ -60,12 +60,12 @@ class Row:
         return out
 
 
-R = TypeVar("R", bound=Row)
+R = TypeVar("R", bound=StepRow)
 
 
 def metric_rows(
     records: Sequence[MetricRecord],
-    row: type[R] = Row,  # type: ignore[assignment]
+    row: type[R] = StepRow,  # type: ignore[assignment]
     axis_of: Callable[[MetricRecord], str | None] = axis_of,
 ) -> list[R]:
     """Group consecutive records that share axis, step and timestamp (one caller's log call)
@@ -91,7 +91,7 @@ def metric_rows(
 
 
 def new_definitions(
-    rows: Iterable[Row], axes: set[str], metric_axis: dict[str, str]
+    rows: Iterable[StepRow], axes: set[str], metric_axis: dict[str, str]
 ) -> tuple[list[str], list[tuple[str, str]]]:
     """The axes and ``(metric, axis)`` pairs not yet defined, updating ``axes`` and
     ``metric_axis`` (a metric that moves to another axis is defined again)."""
@@ -119,7 +119,7 @@ class AxisDefinitions:
 
     def define(
         self,
-        rows: Iterable[Row],
+        rows: Iterable[StepRow],
         define_metric: Callable[[str, str], Any],
         define_axis: Callable[[str], Any] | None = None,
     ) -> None:

@@ -26,8 +26,9 @@ from pathlib import Path
 from types import EllipsisType
 from typing import Any
 
-from . import lifecycle, report, settings
+from . import lifecycle, reduce, report, settings
 from . import options as opts
+from .attendance import READ_BOUND, announce, take_roll, unwritten_roles
 from .collectors import merge_collected
 from .context import RunContext
 from .delivery import kinds, snapshot
@@ -35,6 +36,7 @@ from .delivery.intake import Intake, spill_folder
 from .delivery.journal import JOURNAL_DIR, JournalUnavailable, JournalWriter
 from .delivery.modes import Delivery, delivery_mode, start_delivery
 from .delivery.plan import BackendPlan, Plan, context_to_dict, plain
+from .errors import WarnOnce
 from .files import replace_text
 from .handle import ARGS_ATTR, HANDLE_FILE, RUN_ENV, RunHandle, find_handle_source, run_folder
 from .launchers import JOB_ID_SOURCES, job_run_id
@@ -43,13 +45,15 @@ from .plugins import PluginManager, get_plugin_manager
 from .records import ConfigSection, RunStatus
 from .registry import BackendSpec
 from .selection import resolve_backend_names
-from .summary import FinishSummary
+from .summary import ENDS_DIR, FinishSummary, save_end
 from .system_metrics import ROLE as SYSTEM_ROLE
 from .writer import decide_writer
 
 log = logging.getLogger("tracking_core.runs")
 #: The kinds the log_* methods queue (bound here: log_metrics looks its kind up once per call).
 _METRIC, _TABLE, _HISTOGRAM, _TEXT = kinds.METRIC, kinds.TABLE, kinds.HISTOGRAM, kinds.TEXT
+#: The clock of log_metrics, bound once (a module attribute looked up at every call costs it).
+_now = time.time
 
 DEFAULT_FLUSH_INTERVAL = 0.5
 DEFAULT_FINISH_TIMEOUT = 30.0
@@ -138,38 +142,44 @@ def replay_options(options: Mapping[str, Any], backends: Sequence[str]) -> dict[
     return out
 
 
+@dataclasses.dataclass
+class RunSetup:
+    """How one process writes to a run, as :func:`start_run` or :func:`attach` decided it.
+    ``role`` is None for the primary, which opens each backend its handle has not opened yet
+    (a role's writer attaches); ``tracking_dir`` is this process's own, with what chose it."""
+
+    role: str | None
+    rank: int | None
+    prefix: str
+    specs: Sequence[BackendSpec]
+    manager: PluginManager
+    options: Mapping[str, Any]
+    tracking_dir: tuple[Path, str]
+    args: Any
+    flush_interval: float
+    delivery: str | None
+    tags: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    resume: bool = False
+
+
 class Run:
     """A run as seen from one writing process: the primary's or a role's writer's."""
 
     is_writer = True
+    #: the torch.distributed group of the role's ranks (attach(group=)) and the role's
+    #: reduction, made at the first reduced value or timer (:mod:`tracking_core.reduce`)
+    group: Any = None
+    _gatherer: reduce.Gatherer | None = None
 
-    def __init__(
-        self,
-        handle: RunHandle,
-        *,
-        primary: bool,
-        role: str | None,
-        rank: int | None,
-        prefix: str,
-        specs: Sequence[BackendSpec],
-        manager: PluginManager,
-        options: Mapping[str, Any],
-        tags: Mapping[str, str],
-        resume: bool,
-        actions: Mapping[str, str],
-        flush_interval: float,
-        journal: bool,
-        delivery: str | None,
-        args: Any = None,
-        tracking_dir: tuple[Path, str] | None = None,
-    ) -> None:
+    def __init__(self, handle: RunHandle, setup: RunSetup) -> None:
         self.handle = handle
-        self.primary = primary
+        self.role = role = setup.role
+        self.primary = primary = role is None
         # This process's own directory (and what chose it): the handle's is the primary's.
-        self.tracking_dir, self._dir_source = tracking_dir or _local_dir(handle, args, None)
-        self.role = role
-        self.args = args
-        self.metric_prefix = prefix
+        self.tracking_dir, self._dir_source = setup.tracking_dir
+        self.args = setup.args
+        self.metric_prefix = setup.prefix
+        specs, rank = setup.specs, setup.rank
         # The journal folder's and the writer's run folders' name: the role as a file name.
         who = "primary" if primary else f"{path_part(role, 'role')}-r{rank if rank is not None else 0}"
         if role == SYSTEM_ROLE:  # one per node: the host tells them apart (pids repeat in containers)
@@ -180,24 +190,24 @@ class Run:
         self._names = [s.name for s in specs]
         self._pid = os.getpid()
         self._state: str | None = None  # "finishing", "finished" or "forked": every call is then a no-op
-        self._warned: set[str] = set()
+        self._warn_once = WarnOnce(log)
         self._lock = threading.Lock()
         self._handle_lock = threading.RLock()  # save_handle takes it too
         self._local_unusable = False  # said once: later local writes fail quietly
         self._saved_configs: dict[Path, str] = {}
         self._spill: Path | None = None  # the spill journal's folder (see the intake)
-        writer, spill = self._open_journal(specs, options) if specs and journal else (None, None)
+        writer, spill = self._open_journal(specs, setup.options) if specs else (None, None)
         self.journal = writer.folder if writer is not None else None
         self._writer = writer
         self._intake = Intake(
-            writer, prefix, flush_interval, str(self.journal or self._journal_root()), run_id=handle.run_id, spill=spill
+            writer, setup.prefix, setup.flush_interval, str(self.journal or self._journal_root()), run_id=handle.run_id, spill=spill
         )
         self._append = self._intake.items.append
         self._queued = self._intake.items  # past its bound, a logging call journals (relieve)
-        plan = self._plan(specs, rank, options, tags, resume, actions, flush_interval)
         self._delivery: Delivery | None = None
         if specs:
-            self._delivery = start_delivery(delivery_mode(delivery, specs, manager), plan, manager, self._opened)
+            mode = delivery_mode(setup.delivery, specs, setup.manager)
+            self._delivery = start_delivery(mode, self._plan(setup), setup.manager, self._opened)
         self._intake.start(self._delivery)
         lifecycle.register(self)
 
@@ -216,51 +226,39 @@ class Run:
         """Whether this process writes in the primary's own tracking directory."""
         return os.path.normpath(self.tracking_dir) == os.path.normpath(self.handle.tracking_dir)
 
-    def _plan(
-        self,
-        specs: Sequence[BackendSpec],
-        rank: int | None,
-        options: Mapping[str, Any],
-        tags: Mapping[str, str],
-        resume: bool,
-        actions: Mapping[str, str],
-        flush_interval: float,
-    ) -> Plan:
-        """What this writer's follower needs, as plain data (it may cross to another process)."""
+    def _plan(self, setup: RunSetup) -> Plan:
+        """What this writer's follower needs, as plain data (it may cross to another process):
+        a primary opens each backend its handle has not opened yet; the rest attach."""
         handle = self.handle
         local = handle.rebased(self.tracking_dir)  # the targets' paths as this process's
+        context = RunContext(
+            backend="",
+            run_id=handle.run_id,
+            name=handle.name,
+            primary=self.primary,
+            tracking_dir=self.tracking_dir,
+            role=self.role,
+            label=self.label,
+            rank=setup.rank,
+            options=setup.options,
+            tags=dict(setup.tags),
+            resume=setup.resume,
+        )
         backends = []
-        for spec in specs:
-            context = RunContext(
-                backend=spec.name,
-                run_id=handle.run_id,
-                name=handle.name,
-                primary=self.primary,
-                tracking_dir=self.tracking_dir,
-                role=self.role,
-                label=self.label,
-                rank=rank,
-                options=options,
-                tags=dict(tags),
-                resume=resume,
-            )
-            backends.append(
-                BackendPlan(
-                    spec.name,
-                    context_to_dict(context),
-                    actions.get(spec.name, "attach"),
-                    dict(local.backends.get(spec.name) or {}),
-                    pending=spec.name in handle.pending,
-                )
-            )
+        for spec in setup.specs:
+            pending = spec.name in handle.pending
+            opens = self.primary and (pending or spec.name not in handle.backends)
+            entry = dict(local.backends.get(spec.name) or {})
+            ctx = context_to_dict(dataclasses.replace(context, backend=spec.name))
+            backends.append(BackendPlan(spec.name, ctx, "open" if opens else "attach", entry, pending=pending))
         return Plan(
             folder=str(self.journal) if self.journal is not None else None,
             prefix=self.metric_prefix,
             backends=backends,
-            poll=flush_interval,
+            poll=setup.flush_interval,
             exit_timeout=self.exit_timeout,
             handle_file=str(self.run_dir / HANDLE_FILE),
-            terminal=any(spec.terminal for spec in specs),
+            terminal=any(spec.terminal for spec in setup.specs),
         )
 
     @property
@@ -362,7 +360,7 @@ class Run:
         return section
 
     def _section(self, config: Any, role: str | None, report: Mapping[str, Any] | None, namespace: str | None) -> ConfigSection:
-        from .config import build_section, config_json, job_params
+        from .config import build_section, job_params
 
         section = _without_handle(build_section(config, role, self.handle.key_style))
         section = job_params(section, opts.tracking_option_dests())
@@ -370,14 +368,14 @@ class Run:
             section = dataclasses.replace(section, report={**section.report, **plain(dict(report))})
         if namespace:
             section = dataclasses.replace(section, namespace=namespace)
-        self._save_config(section, config_json(section))
+        self._save_config(section)
         return section
 
-    def _save_config(self, section: ConfigSection, text: str) -> None:
+    def _save_config(self, section: ConfigSection) -> None:
         from .config import artifact_path
 
         path = self.run_dir / artifact_path(section)
-        self._saved_configs[path] = text  # saved again should a cleaner delete them
+        self._saved_configs[path] = text = section.json  # saved again should a cleaner delete them
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             replace_text(path, text)
@@ -443,8 +441,10 @@ class Run:
         if self._state is not None:
             self._usable("log_metrics")
             return
+        if reduce.take(self, metrics, step, step_key):  # reduced across the role's ranks first
+            return
         try:
-            self._append((_METRIC, time.time(), dict(metrics), step, step_key))
+            self._append((_METRIC, _now(), dict(metrics), step, step_key))
         except Exception as exc:  # noqa: BLE001 - a lazy view may raise anything while it is read
             self._warn_once(
                 "metrics",
@@ -456,6 +456,12 @@ class Run:
             )
         if len(self._queued) > self._intake.bound:  # logging outpaces the pump: journal here
             self._intake.relieve()
+
+    def timer(self, phase: str, *, step: int, step_key: str | None = None) -> Any:
+        """``with run.timer("rollout", step=step):`` times this rank's phase; the writer logs
+        ``perf/<phase>/{max,mean,min,slowest_rank}`` over the role's ranks, and their spans as
+        a trace file (:mod:`tracking_core.reduce`)."""
+        return reduce.timer(self, phase, step, step_key)
 
     def _queue(self, item: tuple[Any, ...]) -> None:
         """Queue an item for the pump; past the intake's bound, journal on this thread."""
@@ -541,6 +547,7 @@ class Run:
         if not self._usable("flush") or self._delivery is None:
             return self._delivery is None and self._state is None
         started = time.monotonic()
+        reduce.settle(self, timeout)  # this rank's reduced values published; a writer's logged
         snapped = self._intake.snapshots.wait(timeout if timeout is not None else DEFAULT_FINISH_TIMEOUT)
         target = self._intake.pump()
         remaining = None if timeout is None else max(0.0, timeout - (time.monotonic() - started))
@@ -558,6 +565,7 @@ class Run:
         if self._state == "forked":
             self._usable("finish")
             return FinishSummary(RunStatus.FINISHED, drained=False)
+        reduce.settle(self, timeout, final=True)  # the role's last reduced values and trace first
         with self._lock:
             if self.finished is not None:
                 return self.finished
@@ -579,9 +587,11 @@ class Run:
             lifecycle.unregister(self)
         if self.primary:  # the run's end, said once for the job (see tracking_core.report)
             report.finished(summary, self.handle, tracking_dir=self.tracking_dir, args=self.args)
-        else:
-            level = logging.INFO if summary.drained else logging.WARNING
-            log.log(level, "tracking-core %s", summary.describe())
+        else:  # one writer's part: the run's own status is the primary's to say, and a primary
+            # open in this process says this writer's part in its own end (it replays its journal)
+            save_end(self.run_dir / ENDS_DIR, self.label, self.role, summary)
+            level = logging.INFO if summary.drained or lifecycle.primary_open(self.run_id) else logging.WARNING
+            log.log(level, "tracking-core %s", summary.describe(f"writer {self.label} {summary.status.value.lower()}"))
         return summary
 
     def _seconds(self, what: str, value: Any, default: float | None) -> float | None:
@@ -591,16 +601,13 @@ class Run:
         warned once. The longest wait a thread can take bounds it."""
         if value is None:
             return default
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value:
-            return min(float(value), MAX_TIMEOUT)  # +inf too
         try:
             seconds = float(value)
         except Exception:  # noqa: BLE001 - an object whose __float__ raises anything
             seconds = math.nan
-        if math.isnan(seconds):
-            used: float | None = default
-        else:
-            used = min(max(seconds, 0.0), MAX_TIMEOUT)
+        used = default if math.isnan(seconds) else min(max(seconds, 0.0), MAX_TIMEOUT)  # +inf too
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value:
+            return used
         self._warn_once(
             f"timeout-{what}",
             "%s(timeout=%.40r) is not a number of seconds >= 0; %s",
@@ -613,6 +620,7 @@ class Run:
     def _finish(self, timeout: float, status: RunStatus) -> FinishSummary:
         deadline = time.monotonic() + timeout
         peers: dict[str, str] = {}  # peers' journals replayed here and still incomplete
+        roll: list[dict[str, Any]] = []
         if self.primary:
             from .delivery.sync import await_peers
             from .system_metrics import end_sampling  # never raises
@@ -628,6 +636,8 @@ class Run:
                 # somewhere left its records for that backend in its journal).
                 self._delivery.drain(self._intake.pump(), max(0.0, peers_until - time.monotonic()))
             peers = await_peers(self.handle.tracking_dir, self.run_id, self.journal, peers_until)
+            # Who attached, as the job's store says: for this summary and this run's verdict.
+            roll = take_roll(self.run_id, self.tracking_dir, min(READ_BOUND, timeout / 4))
         end_n = self._intake.end(status.value, max(0.0, (deadline - time.monotonic()) / 2))
         if self._writer is not None:
             self._writer.seal()  # the folder goes when delivered: no longer made again if gone
@@ -637,6 +647,9 @@ class Run:
         self._intake.close()
         summary = FinishSummary.from_report(status, self._intake, report, self._names)
         summary.add_peers(peers)
+        summary.roles_without_writer = unwritten_roles(roll)  # the primary's: others have none
+        if self.primary:  # this node's writers that finished before it: its end speaks for them
+            summary.add_ends(self.run_dir / ENDS_DIR, self.label)
         if self._writer is not None:
             summary.journal_recreated = self._writer.recreated
         return summary
@@ -659,11 +672,6 @@ class Run:
         else:
             self._warn_once("finished", "%s() after finish() of run %s: ignored", what, self.run_id)
         return False
-
-    def _warn_once(self, kind: str, msg: str, *args: Any) -> None:
-        if kind not in self._warned:
-            self._warned.add(kind)
-            log.warning(msg, *args)
 
     def forked(self) -> None:
         """Called in a child process right after ``fork``: the run stays its parent's. The
@@ -693,6 +701,8 @@ class NullRun:
     backends: list[str] = []
     finished = None
     journal = None
+    group: Any = None
+    _gatherer: reduce.Gatherer | None = None
 
     def __init__(self, handle: RunHandle | None, role: str | None) -> None:
         self.handle = handle
@@ -702,35 +712,28 @@ class NullRun:
     def run_id(self) -> str | None:
         return self.handle.run_id if self.handle else None
 
-    def log_config(self, config: Any, role: Any = ..., report: Any = None, namespace: Any = None) -> None:
+    def _nothing(self, *args: Any, **kwargs: Any) -> None:
         return None
+
+    log_config = log_table = log_histogram = log_text = log_artifact = _nothing
 
     def log_metrics(self, metrics: Any, step: Any = None, step_key: Any = None) -> None:
-        return None
+        reduce.take(self, metrics, step, step_key)  # this rank's share of the role's reduced values
 
-    def log_table(self, key: Any, rows: Any, *, step: Any = None, step_key: Any = None) -> None:
-        return None
-
-    def log_histogram(self, key: Any, values: Any, *, step: Any = None, step_key: Any = None, bins: Any = None) -> None:
-        return None
-
-    def log_text(self, key: Any, text: Any, *, step: Any = None, step_key: Any = None) -> None:
-        return None
-
-    def log_artifact(self, path: Any, *, name: Any = None, kind: Any = None) -> None:
-        return None
+    def timer(self, phase: str, *, step: int, step_key: str | None = None) -> Any:
+        return reduce.timer(self, phase, step, step_key)
 
     def flush(self, timeout: Any = None) -> bool:
+        reduce.settle(self, timeout if isinstance(timeout, (int, float)) else None)
         return True
 
     def finish(self, timeout: Any = None, status: Any = None) -> None:
-        return None
+        reduce.settle(self, timeout if isinstance(timeout, (int, float)) else 30.0, final=True)
 
     def __enter__(self) -> NullRun:
         return self
 
-    def __exit__(self, *exc: Any) -> None:
-        return None
+    __exit__ = _nothing
 
 
 def _targets(specs: Sequence[BackendSpec], context: RunContext) -> dict[str, dict[str, Any]]:
@@ -758,9 +761,7 @@ def start_run(
     key_style: str | None = None,
     options: Mapping[str, Any] | None = None,
     tags: Mapping[str, str] | None = None,
-    open_timeout: float | None = None,
     flush_interval: float = DEFAULT_FLUSH_INTERVAL,
-    journal: bool = True,
     export: bool = True,
     delivery: str | None = None,
 ) -> Run:
@@ -776,8 +777,7 @@ def start_run(
     in the run directory and, with ``export``, put in ``$TRACKING_CORE_RUN`` and on
     ``args.tracking_run`` so that child processes can attach. ``delivery`` (``process`` or
     ``thread``; default ``args.tracking_delivery``, ``$TRACKING_CORE_DELIVERY``, else
-    ``process`` where possible) says where the trackers' client code runs. ``open_timeout`` is
-    accepted for compatibility and ignored: start never waits.
+    ``process`` where possible) says where the trackers' client code runs.
 
     Without ``run_id`` (or ``handle``), a job the launcher names gets its run id from that name
     (:func:`tracking_core.launchers.job_run_id`: ``$TRACKING_CORE_RUN_ID``,
@@ -800,25 +800,10 @@ def start_run(
         run_handle, where, whence = _new_handle(args, tracking_dir, name, run_id, key_style)
         run_handle.backends = _targets(specs, _context(run_handle, run_options, tags, where[0]))
         run_handle.pending = [s.name for s in specs]
-    actions = {s.name: "open" if s.name in run_handle.pending or s.name not in run_handle.backends else "attach" for s in specs}
-    run = Run(
-        run_handle,
-        primary=True,
-        role=None,
-        rank=decide_writer().rank,
-        prefix="",
-        specs=specs,
-        manager=manager,
-        options=run_options,
-        tags=tags or {},
-        resume=resumed is not None,
-        actions=actions,
-        flush_interval=flush_interval,
-        journal=journal,
-        delivery=delivery or getattr(args, "tracking_delivery", None),
-        args=args,
-        tracking_dir=where,
-    )
+    delivery = delivery or getattr(args, "tracking_delivery", None)
+    setup = RunSetup(None, decide_writer().rank, "", specs, manager, run_options, where, args, flush_interval,
+                     delivery, tags, resumed is not None)
+    run = Run(run_handle, setup)
     path = run.save_handle()
     log.info(
         "tracking-core run %s %s with %s (selected by %s; run id from %s); run handle saved to %s",
@@ -931,9 +916,9 @@ def attach(
     metric_prefix: str | None = None,
     options: Mapping[str, Any] | None = None,
     flush_interval: float = DEFAULT_FLUSH_INTERVAL,
-    journal: bool = True,
     delivery: str | None = None,
     tracking_dir: str | os.PathLike[str] | None = None,
+    group: Any = None,
 ) -> Run | NullRun:
     """Attach this process to the job's run as ``role`` (never a collective call, never waits
     for a tracker).
@@ -943,42 +928,39 @@ def attach(
     names the run (:func:`tracking_core.launchers.job_run_id`): the backends are chosen as
     :func:`start_run` chooses them, their targets computed here, and each finds the run the
     primary opened by its run id. Neither found is a ``ValueError``. Only the role's writer rank
-    (see :mod:`tracking_core.writer`; ``writer`` overrides) gets a live run; the others get a
-    :class:`NullRun`. The writer logs the role's config: ``config`` merged with what every
-    collector returns for the role (``collect=False`` skips the collectors). Metric names get
+    (see :mod:`tracking_core.writer`; ``writer`` overrides; ``group``, the torch.distributed
+    group of the role's ranks, names them: its rank 0 writes) gets a live run; the others get a
+    :class:`NullRun`. Where torch.distributed is initialised, this process announces itself in
+    the job's store (:mod:`tracking_core.attendance`): the primary then knows every writer from
+    the moment it attached, and every role whose ranks attached with no writer. The writer logs
+    the role's config: ``config`` merged with what every collector returns for the role
+    (``collect=False`` skips the collectors). Metric names get
     ``metric_prefix`` (default ``"<role>/"``; ``""`` passes names through). ``delivery`` is as
     for :func:`start_run`. The writer journals and keeps its local files under its own tracking
     directory (:func:`local_tracking_dir`; ``tracking_dir`` overrides).
     """
     run_handle, found_by = _find_run(handle, args, role, options, tracking_dir)
-    decision = decide_writer(writer)
+    decision = decide_writer(writer, group, role)
     if not decision.writer:
         log.debug("role %r: not the writer (%s); logging is a no-op here", role, decision.reason)
+        announce(run_handle.run_id, role, decision)
         from .system_metrics import start_sampler  # any process may sample its node; never raises
 
         start_sampler(run_handle, args=args, tracking_dir=tracking_dir)
-        return NullRun(run_handle, role)
+        null = NullRun(run_handle, role)
+        null.group = group
+        return null
     manager = get_plugin_manager()
     specs = manager.select(list(run_handle.backends))
-    run = Run(
-        run_handle,
-        primary=False,
-        role=role,
-        rank=decision.rank,
-        prefix=metric_prefix if metric_prefix is not None else f"{role}/",
-        specs=specs,
-        manager=manager,
-        options=_options_of(args, options),
-        tags={},
-        resume=False,
-        actions={s.name: "attach" for s in specs},
-        flush_interval=flush_interval,
-        journal=journal,
-        delivery=delivery or getattr(args, "tracking_delivery", None),
-        args=args,
-        tracking_dir=_local_dir(run_handle, args, tracking_dir),
-    )
+    prefix = metric_prefix if metric_prefix is not None else f"{role}/"
+    where = _local_dir(run_handle, args, tracking_dir)
+    delivery = delivery or getattr(args, "tracking_delivery", None)
+    options = _options_of(args, options)
+    setup = RunSetup(role, decision.rank, prefix, specs, manager, options, where, args, flush_interval, delivery)
+    run = Run(run_handle, setup)
+    run.group = group
     run.save_handle()  # where none is yet (another node's directory): for show and sync there
+    announce(run_handle.run_id, role, decision, label=run.label, tracking_dir=str(run.tracking_dir))
     log.info(
         "tracking-core: process %s attached to run %s (found from %s) as role %r (%s; host %s; tracking dir %s)",
         os.getpid(),

@@ -9,6 +9,8 @@ from __future__ import annotations
 import logging
 import os
 
+from .errors import WarnOnce
+
 log = logging.getLogger("tracking_core.settings")
 
 BACKENDS = "TRACKING_CORE_BACKENDS"
@@ -31,6 +33,7 @@ CONSOLE_INTERVAL = "TRACKING_CORE_CONSOLE_INTERVAL"
 WRITER_HEARTBEAT = "TRACKING_CORE_WRITER_HEARTBEAT"
 SYSTEM_METRICS = "TRACKING_CORE_SYSTEM_METRICS"
 QUIET = "TRACKING_CORE_QUIET"
+REDUCE_WAIT = "TRACKING_CORE_REDUCE_WAIT"
 
 #: name -> what it does, for ``tracking-core --help`` and the settings table of the docs
 #: (:data:`ALL` adds each installed host adapter's variable).
@@ -53,8 +56,9 @@ CORE = {
     REDACT_TEXT: "0: do not redact secret-shaped strings in table cells and texts (default 1)",
     CONSOLE_INTERVAL: "seconds between the console backend's views (like --console-interval; default 5)",
     WRITER_HEARTBEAT: "seconds between a writer's published states while it writes (default 5; 0: none between its start and end)",
-    SYSTEM_METRICS: "1/0 or seconds: one process per node samples CPU, memory, disk, network and GPUs (like --tracking-system-metrics; default off, every 10 s when on)",
+    SYSTEM_METRICS: "1/0 or seconds: one process per node samples CPU, memory, disk, network and GPUs (like --tracking-system-metrics; default off, every 10 s when on, at most 86400 s)",
     QUIET: "1: the primary does not say where the run goes when it starts, nor its summary when everything arrived (like --tracking-quiet; an incomplete delivery is still said)",
+    REDUCE_WAIT: "seconds a role's writer waits for its other ranks' reduced values of a step after the first arrives (default 5)",
 }
 
 
@@ -83,8 +87,11 @@ DEFAULT_SEGMENT_BYTES = 8 << 20
 DEFAULT_QUEUE_RECORDS = 10_000
 DEFAULT_WRITER_HEARTBEAT = 5.0
 DEFAULT_SYSTEM_INTERVAL = 10.0
+DEFAULT_REDUCE_WAIT = 5.0
 #: The shortest interval between system samples taken as given.
 MIN_SYSTEM_INTERVAL = 0.1
+#: The longest (a day): a longer one is taken as this, with a warning.
+MAX_SYSTEM_INTERVAL = 86400.0
 
 
 def get(name: str) -> str | None:
@@ -122,6 +129,11 @@ def writer_heartbeat() -> float:
     return _number(WRITER_HEARTBEAT, DEFAULT_WRITER_HEARTBEAT, 0.0)
 
 
+def reduce_wait() -> float:
+    """Seconds a writer waits for a step's other ranks after the first one's values arrive."""
+    return _number(REDUCE_WAIT, DEFAULT_REDUCE_WAIT, 0.0)
+
+
 def quiet() -> bool:
     """``$TRACKING_CORE_QUIET`` is on (1, true, yes, on)."""
     return (get(QUIET) or "").lower() in _ON
@@ -136,12 +148,17 @@ _ON = {"1", "true", "yes", "on"}
 _OFF = {"0", "false", "no", "off"}
 
 
+#: a setting's warning, said once per process however often the setting is read
+_warn_once = WarnOnce(log)
+
+
 def system_interval(text: str | None, source: str = SYSTEM_METRICS) -> float | None:
     """``--tracking-system-metrics`` / ``$TRACKING_CORE_SYSTEM_METRICS`` as seconds between
     samples: ``1``/``true``/``yes``/``on`` the default (10 s), ``0``/``false``/``no``/``off``
     0.0 (off), any other number (``1.0``, ``2.5``, ``30s``) that many seconds, at least
-    :data:`MIN_SYSTEM_INTERVAL`. None when ``text`` is unset or empty (the next source decides);
-    anything else is off, with a warning naming ``source``."""
+    :data:`MIN_SYSTEM_INTERVAL` and at most :data:`MAX_SYSTEM_INTERVAL` (a longer one is taken
+    as that, with a warning). None when ``text`` is unset or empty (the next source decides);
+    anything else is off, with a warning naming ``source``. Each warning is said once a process."""
     if text is None or not text.strip():
         return None
     word = text.strip().lower()
@@ -154,8 +171,18 @@ def system_interval(text: str | None, source: str = SYSTEM_METRICS) -> float | N
     except ValueError:
         seconds = float("nan")
     if not 0.0 <= seconds < float("inf"):  # NaN, negative, infinite
-        log.warning(
-            "%s=%r is neither 1/0 nor a number of seconds; system metrics are off", source, text
-        )
+        _warn_once((source, text), "%s=%r is neither 1/0 nor a number of seconds; system metrics are off", source, text)
         return 0.0
+    if seconds > MAX_SYSTEM_INTERVAL:
+        _warn_once(
+            (source, text),
+            "%s=%r: %g s between system samples is more than the most taken, %.0f s (a day); "
+            "sampling every %.0f s",
+            source,
+            text,
+            seconds,
+            MAX_SYSTEM_INTERVAL,
+            MAX_SYSTEM_INTERVAL,
+        )
+        return MAX_SYSTEM_INTERVAL
     return 0.0 if seconds == 0 else max(MIN_SYSTEM_INTERVAL, seconds)

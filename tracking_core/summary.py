@@ -2,38 +2,18 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from .delivery.progress import BackendProgress
+from .files import replace_text
 from .records import RunStatus
 
-
-class _Counts(Protocol):
-    @property
-    def logged(self) -> int: ...
-
-    @property
-    def not_journaled(self) -> int: ...
-
-    @property
-    def skipped(self) -> Mapping[str, int]: ...
-
-    @property
-    def spilled(self) -> int: ...
-
-    @property
-    def spill_folder(self) -> str | None: ...
-
-    @property
-    def late(self) -> int: ...
-
-    @property
-    def relieved(self) -> int: ...
-
-    @property
-    def abandoned(self) -> int: ...
+if TYPE_CHECKING:
+    from .delivery.intake import Intake
 
 
 @dataclass
@@ -78,30 +58,31 @@ class FinishSummary:
     #: ``sync`` command to run on that host, and the backends whose registry said so): the run
     #: is closed FAILED in those backends until that command completes them
     writers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: roles whose processes attached with no writer among them, as the job's store said them to
+    #: this primary (role -> what, where, and what to do): what they logged went nowhere
+    roles_without_writer: dict[str, str] = field(default_factory=dict)
+    #: the job's other writers as a primary's registry said them at its close (backend -> label
+    #: -> their published state: role, journaled, delivered, ...): its end speaks for the job
+    job: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
 
     @classmethod
-    def from_report(cls, status: RunStatus, counts: _Counts, report: Mapping[str, Any], names: Sequence[str]) -> FinishSummary:
+    def from_report(cls, status: RunStatus, counts: Intake, report: Mapping[str, Any], names: Sequence[str]) -> FinishSummary:
         outstanding = dict(report.get("outstanding") or {})
         end_n = report.get("end_n")
         summary = cls(
             status,
             drained=bool(report) and not outstanding or not names,
-            logged=counts.logged,
             journal=report.get("journal") if outstanding else None,
             skipped=dict(counts.skipped),
-            not_journaled=counts.not_journaled,
-            spilled=counts.spilled,
             spill=counts.spill_folder,
-            late=counts.late,
-            relieved=counts.relieved,
-            lost=int(report.get("lost") or 0),
-            bad_lines=int(report.get("bad_lines") or 0),
-            dropped=int(report.get("dropped") or 0),
-            restarts=int(report.get("restarts") or 0),
-            abandoned=counts.abandoned,
             outstanding=outstanding,
             writers={str(k): dict(v) for k, v in dict(report.get("writers") or {}).items()},
+            job={str(k): dict(v) for k, v in dict(report.get("job") or {}).items()},
         )
+        for key in ("logged", "not_journaled", "spilled", "late", "relieved", "abandoned"):
+            setattr(summary, key, getattr(counts, key))
+        for key in ("lost", "bad_lines", "dropped", "restarts"):
+            setattr(summary, key, int(report.get(key) or 0))
         if summary.writers:
             summary.drained = False
         for name in names:
@@ -127,57 +108,63 @@ class FinishSummary:
         if peers:
             self.drained = False
 
-    def describe(self) -> str:
+    def add_ends(self, folder: Path, own: str) -> None:
+        """The ends of this node's other writers of the run that finished before this primary
+        (``folder``'s files, see :func:`save_end`): counted in each backend's line where the
+        registry did not say them."""
+        for path in sorted(folder.glob("*.json")) if folder.is_dir() else ():
+            try:
+                end = json.loads(path.read_text())
+                label, delivered = str(end["label"]), dict(end["delivered"])
+            except (OSError, ValueError, KeyError, TypeError):
+                continue  # one being written or damaged: this line is the primary's own
+            if label == own:
+                continue
+            for name in self.backends:
+                state = {"role": end.get("role"), "journaled": end.get("journaled"), "delivered": delivered.get(name)}
+                self.job.setdefault(name, {}).setdefault(label, state)
+
+    def _for_the_job(self, name: str, delivered: int, others: Mapping[str, Mapping[str, Any]]) -> str:
+        """A primary's counts for ``name`` with those its job's other writers published: the job's
+        total, then what each role delivered and what the driver (this process) did."""
+        roles: dict[str, int] = {}
+        logged = self.logged
+        for label, state in sorted(others.items()):
+            role = str(state.get("role") or label)
+            roles[role] = roles.get(role, 0) + count(state.get("delivered"))
+            logged += count(state.get("journaled"))
+        own = f"the driver {delivered}" if self.logged else "the driver logged none"
+        parts = ", ".join(f"{role} {n}" for role, n in roles.items())
+        return f"{name}: {delivered + sum(roles.values())} of {logged} values delivered ({parts}; {own})"
+
+    def describe(self, head: str | None = None) -> str:
+        """One line: ``head`` (default ``run <status>``: the job's run, said by its primary),
+        then each backend's counts."""
+        head = head or f"run {self.status.value}"
         if not self.backends:
-            return f"run {self.status.value}; no backends"
+            return f"{head}; no backends"
         parts = []
         for name, info in self.backends.items():
-            if self.logged:
+            if self.job.get(name):
+                text = self._for_the_job(name, info["delivered"], self.job[name])
+            elif self.logged:
                 text = f"{name}: {info['delivered']} of {self.logged} values delivered"
             else:  # a driver that logged only its config
                 text = f"{name}: no values logged here"
-            if info["rejected"]:
-                text += f", {info['rejected']} rejected by the tracker (see the warnings)"
-            if info["undelivered"]:
-                text += f", {info['undelivered']} NOT delivered"
-            if info["missing_configs"]:
-                text += f", config {', '.join(info['missing_configs'])} NOT delivered"
-            if not info["closed"]:
-                text += ", close NOT acknowledged"
-            if info.get("left_out"):
-                text += f", left out of delivery: {info['left_out']}"
-            if info["failures"]:
-                text += ", failures: " + ", ".join(f"{k} x{v}" for k, v in info["failures"].items())
-            parts.append(text)
-        text = f"run {self.status.value}; " + "; ".join(parts)
-        if self.skipped:
-            text += f"; skipped (not a number, or unreadable): {sum(self.skipped.values())}"
-        if self.spilled:
-            text += f"; {self.spilled} values could not be journaled (disk) and were journaled in {self.spill}"
-        if self.not_journaled:
-            text += f"; {self.not_journaled} values could not be journaled anywhere and went from memory"
-        if self.late:
-            text += f"; {self.late} values logged after finish() began were ignored"
-        if self.relieved:
-            text += f"; logging outpaced the pump: logging calls journaled {self.relieved} chunk(s) themselves (backpressure)"
-        if self.lost:
-            text += f"; {self.lost} records were in no journal when delivered and are missing"
-        if self.bad_lines:
-            text += f"; {self.bad_lines} unreadable journal line(s) skipped"
-        if self.dropped:
-            text += f"; {self.dropped} messages to the delivery process dropped (it was stuck)"
-        if self.restarts:
-            text += f"; the delivery process was started again {self.restarts}x"
-        if self.abandoned:
-            text += f"; {self.abandoned} artifact(s) ended with the run before their snapshot and were NOT delivered"
-        if self.journal_recreated:
-            text += f"; the journal folder was deleted during the run and made again ({self.journal_recreated}x)"
+            said = {**info, "closed": not info["closed"]}
+            parts.append(", ".join([text, *(t.format(_said(said[k])) for k, t in _BACKEND_PARTS.items() if said.get(k))]))
+        text = f"{head}; " + "; ".join(parts)
+        for key, template in _SUMMARY_PARTS.items():
+            if value := getattr(self, key):
+                text += "; " + template.format(sum(value.values()) if key == "skipped" else value, s=self)
         from .report import sync_command
 
         if self.journal:
             text += f"; what is missing is kept in {self.journal}: run `{sync_command(self.journal)}`"
         for journal, what in self.peers.items():
             text += f"; another writer's records NOT delivered ({what}): kept in {journal}: run `{sync_command(journal)}`"
+        for line in self.roles_without_writer.values():
+            text += f"; {line}"
         if self.writers:
             from .delivery.writers import owing_text
 
@@ -192,3 +179,58 @@ class FinishSummary:
                 "command given runs on their host: " + "; ".join(owing_text(info) for info in self.writers.values())
             )
         return text
+
+
+#: what :meth:`FinishSummary.describe` says of a backend's count that is not zero, in order
+_BACKEND_PARTS = {
+    "rejected": "{} rejected by the tracker (see the warnings)",
+    "undelivered": "{} NOT delivered",
+    "missing_configs": "config {} NOT delivered",
+    "closed": "close NOT acknowledged",  # said when not closed
+    "left_out": "left out of delivery: {}",
+    "failures": "failures: {}",
+}
+#: ... and of the run's own counters
+_SUMMARY_PARTS = {
+    "skipped": "skipped (not a number, or unreadable): {}",
+    "spilled": "{} values could not be journaled (disk) and were journaled in {s.spill}",
+    "not_journaled": "{} values could not be journaled anywhere and went from memory",
+    "late": "{} values logged after finish() began were ignored",
+    "relieved": "logging outpaced the pump: logging calls journaled {} chunk(s) themselves (backpressure)",
+    "lost": "{} records were in no journal when delivered and are missing",
+    "bad_lines": "{} unreadable journal line(s) skipped",
+    "dropped": "{} messages to the delivery process dropped (it was stuck)",
+    "restarts": "the delivery process was started again {}x",
+    "abandoned": "{} artifact(s) ended with the run before their snapshot and were NOT delivered",
+    "journal_recreated": "the journal folder was deleted during the run and made again ({}x)",
+}
+
+
+def _said(value: Any) -> Any:
+    """A backend's count as its line says it: a list joined, kinds with their counts."""
+    if isinstance(value, list):
+        return ", ".join(value)
+    if isinstance(value, dict):
+        return ", ".join(f"{k} x{v}" for k, v in value.items())
+    return value
+
+
+#: the folder of a run's folder where its writers leave their ends for the node's primary
+ENDS_DIR = "ends"
+
+
+def save_end(folder: Path, label: str, role: str | None, summary: FinishSummary) -> None:
+    """A writer's end for the primary of its node (see :meth:`FinishSummary.add_ends`):
+    what it logged and what each backend took. Never raises (the primary then says less)."""
+    end = {"label": label, "role": role, "journaled": summary.logged,
+           "delivered": {name: info["delivered"] for name, info in summary.backends.items()}}
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        replace_text(folder / f"{label}.json", json.dumps(end))
+    except OSError:
+        pass
+
+
+def count(value: Any) -> int:
+    """A count a writer published (anything else: 0)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0

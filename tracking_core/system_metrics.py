@@ -3,12 +3,18 @@
 Asked for with ``--tracking-system-metrics`` / ``$TRACKING_CORE_SYSTEM_METRICS`` (``1`` for every
 10 s, or the seconds between samples; off unless asked). :func:`start_sampler` is called at the
 end of ``start_run`` and of ``attach`` (a non-writer rank's too), so any process of the job may
-become its node's sampler. Which one is decided without a collective call: the first to take an
-exclusive ``flock`` on ``runs/<run id>/system-metrics-<host>.lock`` in its tracking directory
-samples; the lock goes with its process (or its sampler's stop). The host's name is in the lock
+become its node's sampler. Which one is decided without a collective call, by the node's lock for
+the run: ``runs/<run id>/system-metrics-<host>.lock`` in the process's tracking directory. On
+Linux the lock is an abstract Unix socket named after that file's path (the first to bind the
+name samples): no file, so deleting the lock file (a ``/tmp`` cleaner, an ``rm`` of old runs)
+cannot let a second process sample beside the first; elsewhere it is an exclusive ``flock`` on
+the file. Either goes with its process (or its sampler's stop). The host's name is in the lock
 file's name, so a tracking directory shared by several nodes (NFS) still gives one sampler per
 node. Every other process stands by: a thread that tries the lock once per interval and takes
-over, numbering on from the last sample, should the sampling process end first.
+over, numbering on from the last sample, should the sampling process end first. The file keeps
+what a successor needs: the next sample's number and the node's rank as the first sampler
+recorded it (the node's rank stays the node's when a process of another launch takes over); the
+sampler writes it after each sample, so a deleted file is back at the next.
 
 The sampler is a daemon thread. It logs through its own writer: a run attached as role
 ``system`` (``writer=True``, names as given, no collectors), so every selected tracker receives
@@ -46,10 +52,13 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import errno
 import fcntl
+import hashlib
 import logging
 import os
 import socket
+import sys
 import threading
 import time
 from collections.abc import Mapping
@@ -58,6 +67,7 @@ from typing import Any
 
 from . import options as opts
 from . import settings
+from .errors import WarnOnce
 from .files import close_quietly
 from .handle import RunHandle
 from .names import path_part
@@ -110,6 +120,7 @@ class Sampler:
         self.axis = f"{self.prefix}sample"
         self.samples = 0  # taken by this process
         self.step = 0  # the next sample's number on the node
+        self.node_rank: tuple[int, str] | None = None  # the node's, as its first sampler recorded it
         self.cpu_seconds = 0.0  # this thread's CPU time in samples (reading and logging)
         self.start_cpu_seconds = 0.0  # ... in becoming the sampler (its writer, the node's facts)
         self.run: Any = None
@@ -117,7 +128,7 @@ class Sampler:
         self._tracking_dir = tracking_dir
         self._fd: int | None = None
         self._stop = threading.Event()
-        self._warned: set[str] = set()
+        self._warn = WarnOnce(log)
         self._host: HostSeries | None = None
         self._gpus: Gpus | None = None
         self._last = 0.0
@@ -177,7 +188,9 @@ class Sampler:
     def _begin(self) -> bool:
         """Become the node's sampler: readers, writer, the node's facts in its config."""
         begun = time.thread_time()
-        self.step = _read_step(self._fd)
+        self.step, recorded = _read_state(self.lock)
+        self.node_rank = recorded or node_rank()
+        _write_state(self.lock, self.step, self.node_rank)
         reader, why_not = host_reader()
         if reader is not None:
             self._host = HostSeries(reader, self.lock.parent)
@@ -218,9 +231,8 @@ class Sampler:
 
     def _facts(self) -> dict[str, Any]:
         facts: dict[str, Any] = {"host": socket.gethostname(), "interval_s": self.interval}
-        rank = node_rank()
-        if rank is not None:
-            facts["node_rank"], facts["node_rank_from"] = rank
+        if self.node_rank is not None:
+            facts["node_rank"], facts["node_rank_from"] = self.node_rank
         if self._host is not None:
             facts.update(self._host.facts())
         if self._gpus is not None:
@@ -245,7 +257,7 @@ class Sampler:
         self.step += 1
         self.samples += 1
         self._last = time.monotonic()
-        _write_step(self._fd, self.step)
+        _write_state(self.lock, self.step, self.node_rank)
         self.cpu_seconds += time.thread_time() - began
 
     def _over(self) -> bool:
@@ -284,11 +296,6 @@ class Sampler:
             exc,
         )
 
-    def _warn(self, kind: str, msg: str, *args: Any) -> None:
-        if kind not in self._warned:
-            self._warned.add(kind)
-            log.warning(msg, *args)
-
     def forked(self) -> None:
         """In a child right after fork: the lock stays the parent's (the child closes its copy
         of the descriptor), and the child has no sampler thread."""
@@ -305,7 +312,22 @@ def lock_path(local_dir: str | os.PathLike[str], run_id: str, host: str | None =
 
 
 def _claim(path: Path) -> int | None:
-    """An open descriptor holding ``path``'s exclusive lock, or None when another process has it."""
+    """An open descriptor that holds the node's lock ``path``, or None when a live process
+    holds it. On Linux: a Unix socket bound to an abstract name made of the file's full path
+    (bound by one process at a time, gone with it, and no file a cleaner can delete); elsewhere
+    an exclusive ``flock`` on the file. ``OSError`` when neither can be tried."""
+    if sys.platform.startswith("linux"):
+        where = os.path.join(os.path.realpath(path.parent), path.name)
+        name = b"\0tracking-core/" + hashlib.sha256(where.encode()).hexdigest().encode()
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.bind(name)
+        except OSError as exc:
+            sock.close()
+            if exc.errno != errno.EADDRINUSE:
+                raise
+            return None
+        return sock.detach()
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -315,24 +337,29 @@ def _claim(path: Path) -> int | None:
     return fd
 
 
-def _read_step(fd: int | None) -> int:
-    """The node's next sample number: where the last sampler of the run left off."""
-    if fd is None:
-        return 0
+def _read_state(path: Path) -> tuple[int, tuple[int, str] | None]:
+    """What the node's last sampler of the run left in its lock file: the next sample number
+    (0: none yet) and the node's rank as recorded (None: none)."""
     try:
-        text = os.pread(fd, 64, 0).split(b"\n", 1)[0]
-        return int(text) if text.strip() else 0
+        lines = path.read_text().splitlines()
     except (OSError, ValueError):
-        return 0
+        return 0, None
+    step = int(lines[0]) if lines and lines[0].strip().isdigit() else 0
+    rank = lines[2].split() if len(lines) > 2 else []
+    return step, (int(rank[0]), rank[1]) if len(rank) == 2 and rank[0].isdigit() else None
 
 
-def _write_step(fd: int | None, step: int) -> None:
-    if fd is None:
-        return
+def _write_state(path: Path, step: int, rank: tuple[int, str] | None) -> None:
+    """The sampler's state, written in place (the same file, which a ``flock`` may be on), and
+    the file made again when it was deleted."""
+    data = f"{step}\n{os.getpid()}\n{'' if rank is None else f'{rank[0]} {rank[1]}'}\n".encode()
     with contextlib.suppress(OSError):
-        data = f"{step}\n{os.getpid()}\n".encode()
-        os.pwrite(fd, data, 0)
-        os.ftruncate(fd, len(data))
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+        try:
+            os.pwrite(fd, data, 0)
+            os.ftruncate(fd, len(data))
+        finally:
+            os.close(fd)
 
 
 # -- this process's samplers -----------------------------------------------------------------

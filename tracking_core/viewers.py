@@ -1,80 +1,55 @@
 """Looking at a run: the viewer each of its trackers has, and the commands that open them.
 
-``tracking-core ui RUN`` starts the local viewers a run's trackers offer (the tracker's plugin
-says what: its ``tracker_viewer`` hook), each on a free port, waits until each answers over
-HTTP, prints their URLs and stops them on Ctrl-C. :func:`where_to_look` says in words where each
-tracker's data is (``tracker_location``: the run's start line, the demo's closing lines) and
-:func:`sync_lines` how to upload what a tracker keeps only here (``tracker_sync``: the end of
-the run). The core names no tracker: a backend no plugin answers for is shown by its entry in
-the run handle.
-
-Commands are printed so that they run as printed from any directory: a tool that is not on
-``PATH`` (the project's virtual environment not activated) is named by its full path
-(:func:`runnable`, which plugins use for their commands).
+``tracking-core ui RUN`` starts the local viewers a run's trackers offer (each backend's views
+say what: :meth:`~tracking_core.views.Views.viewer`), each on a free port, waits until each
+answers over HTTP, prints their URLs and stops them on Ctrl-C. :func:`where_to_look` says in words
+where each tracker's data is (the run's start line, the demo's closing lines) and
+:func:`sync_lines` how to upload what a tracker keeps only here (the end of the run). The core
+names no tracker: a backend whose views say nothing is shown by its entry in the run handle.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import shutil
 import signal
 import socket
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
 from .handle import RunHandle
+from .names import path_part
+from .plugins import get_plugin_manager
+from .views import Viewer
 
-__all__ = ["Viewer", "ask", "plan_viewers", "runnable", "serve", "sync_lines", "viewer_ports", "where_to_look"]
+__all__ = ["log_dir", "plan_viewers", "serve", "sync_lines", "viewer_ports", "where_to_look"]
 
 log = logging.getLogger("tracking_core.viewers")
 
 
-def runnable(tool: str) -> str:
-    """``tool`` as a command that runs from any directory: the bare name when ``PATH`` finds the
-    one installed beside this Python, else the full path of that one (the virtual environment
-    need not be activated), else the bare name."""
-    beside = Path(sys.executable).parent / tool
-    if not beside.exists():
-        return tool
-    found = shutil.which(tool)
-    if found and Path(found).resolve() == beside.resolve():
-        return tool
-    return str(beside)
-
-
-def ask(hook: str, **kwargs: Any) -> Any:
-    """The first answer (not None) of the plugins to ``hook`` (a ``firstresult`` hook), called
-    through pluggy; what a plugin raises reaches the caller."""
-    from .plugins import get_plugin_manager
-
-    return getattr(get_plugin_manager().pm.hook, hook)(**kwargs)
-
-
-def _said(hook: str, name: str, entry: Mapping[str, Any], handle: RunHandle) -> list[str] | None:
-    """A plugin's lines for backend ``name`` (``tracker_location`` / ``tracker_sync``); a plugin
-    that raises costs its own lines only, said in their place."""
+def _said(
+    name: str, ask: Callable[[Mapping[str, Any], RunHandle], Sequence[str] | None], entry: Mapping[str, Any], handle: RunHandle
+) -> list[str] | None:
+    """Backend ``name``'s lines (``ask``: one of its views' methods); views that raise cost their
+    own lines only, said in their place."""
     try:
-        lines = ask(hook, backend=name, entry=entry, handle=handle)
+        lines = ask(entry, handle)
     except Exception as exc:  # noqa: BLE001 - one plugin's fault is its own line
-        log.debug("%s of %r raised", hook, name, exc_info=True)
-        return [f"{name}: ({hook} raised {type(exc).__name__}: {exc})"]
+        log.debug("the views of %r raised", name, exc_info=True)
+        return [f"{name}: (its views raised {type(exc).__name__}: {exc})"]
     return None if lines is None else [str(line) for line in lines]
 
 
 def where_to_look(handle: RunHandle) -> list[str]:
     """One line per tracker of the run: where its data is and the command that shows it (its
-    plugin's ``tracker_location``; the entry of the run handle where no plugin answers)."""
+    views' ``location``; the entry of the run handle where they say nothing)."""
     lines = []
     for name, entry in handle.backends.items():
-        said = _said("tracker_location", name, entry, handle)
+        said = _said(name, get_plugin_manager().views(name).location, entry, handle)
         if said is None:
             said = [f"{name}: {dict(entry)}" if entry else name]
         lines += said
@@ -82,37 +57,18 @@ def where_to_look(handle: RunHandle) -> list[str]:
 
 
 def sync_lines(handle: RunHandle) -> list[str]:
-    """How to upload what the run's trackers keep only on this machine (each plugin's
-    ``tracker_sync``); empty when nothing waits."""
+    """How to upload what the run's trackers keep only on this machine (their views' ``sync``);
+    empty when nothing waits."""
     lines = []
     for name, entry in handle.backends.items():
-        lines += _said("tracker_sync", name, entry, handle) or []
+        lines += _said(name, get_plugin_manager().views(name).sync, entry, handle) or []
     return lines
-
-
-@dataclass
-class Viewer:
-    """One tracker's viewer, as its plugin's ``tracker_viewer`` hook describes it: ``command``
-    is what to start (None: nothing to start here, the ``url`` or ``note`` says where to look),
-    with ``env`` added to the environment; ``url`` is what to open, ``ready`` the URL that
-    answers once it is up; ``note`` says what it is (``<tracker> UI on <store>``); ``warning`` is
-    said on stderr before it starts (what the plugin could not find, and what it opens instead)."""
-
-    tracker: str
-    url: str | None = None
-    command: list[str] | None = None
-    ready: str | None = None
-    note: str = ""
-    env: dict[str, str] = field(default_factory=dict)
-    warning: str = ""
 
 
 def viewer_ports() -> dict[str, int]:
     """Backend name -> the port its local viewer prefers, for every installed backend that
     declares one (``viewer_port`` in its registration): ``tracking-core ui`` gets a
     ``--<name>-port`` option for each."""
-    from .plugins import get_plugin_manager
-
     specs = get_plugin_manager().backends
     return {name: int(spec.viewer_port) for name, spec in specs.items() if spec.viewer_port}
 
@@ -136,9 +92,9 @@ def _free_port(host: str, preferred: int, taken: set[int]) -> int:
 
 def _viewer(name: str, entry: Mapping[str, Any], handle: RunHandle, host: str, port: int | None, dry_run: bool) -> Viewer:
     try:
-        viewer = ask("tracker_viewer", backend=name, entry=entry, handle=handle, host=host, port=port, dry_run=dry_run)
+        viewer = get_plugin_manager().views(name).viewer(entry, handle, host, port, dry_run)
     except Exception as exc:  # noqa: BLE001 - one plugin's fault is its own line
-        return Viewer(name, note=f"no viewer: tracker_viewer raised {type(exc).__name__}: {exc}")
+        return Viewer(name, note=f"no viewer: its views raised {type(exc).__name__}: {exc}")
     if viewer is None:
         return Viewer(name, note=f"no viewer known; its entry in the run handle: {dict(entry)}")
     return viewer
@@ -171,6 +127,11 @@ def plan_viewers(
 
 
 def _answers(url: str) -> bool:
+    # Imported here: the run's start line (where_to_look) imports this module, and
+    # urllib.request (http.client, ssl, email) would cost every training process's first start.
+    import urllib.error
+    import urllib.request
+
     try:
         with urllib.request.urlopen(url, timeout=2) as response:  # noqa: S310 - our own localhost URL
             return 200 <= int(response.status) < 500
@@ -201,10 +162,40 @@ def _stop(procs: Sequence[subprocess.Popen[bytes]], timeout: float = 10.0) -> No
                 print(f"tracking-core ui: process {proc.pid} does not stop; leaving it", file=sys.stderr)
 
 
-def serve(viewers: Sequence[Viewer], *, out: TextIO, wait: float = 120.0) -> int:
+def _last_lines(path: Path, count: int = 20) -> str:
+    """The last ``count`` lines of a viewer's log, indented, for a message on stderr."""
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()[-count:]
+    except OSError as exc:
+        return f"  (its log cannot be read: {exc})"
+    return "\n".join(f"  {line}" for line in lines) or "  (its log is empty)"
+
+
+def _failed(viewer: Viewer, log_path: Path, what: str) -> int:
+    print(f"tracking-core ui: the {viewer.note} {what}; its log: {log_path}, ending with:\n"
+          f"{_last_lines(log_path)}", file=sys.stderr)  # fmt: skip
+    return 1
+
+
+def log_dir(handle: RunHandle) -> Path:
+    """Where ``ui`` keeps its viewers' own output (their access lines, warnings): ``ui-logs`` in
+    the run directory, else a new temporary directory where that cannot be written."""
+    path = handle.run_dir / "ui-logs"
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        import tempfile
+
+        return Path(tempfile.mkdtemp(prefix="tracking-core-ui-"))
+    return path
+
+
+def serve(viewers: Sequence[Viewer], *, out: TextIO, logs: Path, wait: float = 120.0) -> int:
     """Start every viewer that has a command, print its URL once it answers, and keep them
-    running until Ctrl-C (or SIGTERM), then stop them. Returns 0, or 1 when a viewer exits or
-    does not answer within ``wait`` seconds (its output, on stderr, says why)."""
+    running until Ctrl-C (or SIGTERM), then stop them. A viewer's own output goes to
+    ``<logs>/<tracker>.log`` (said once on ``out`` after the URLs), never to the terminal. Returns 0, or 1 when
+    a viewer exits or does not answer within ``wait`` seconds (said on stderr with its log's
+    path and last lines)."""
     for viewer in viewers:
         if viewer.command is None:
             print(f"{viewer.tracker}: {viewer.url or viewer.note}", file=out, flush=True)
@@ -212,6 +203,7 @@ def serve(viewers: Sequence[Viewer], *, out: TextIO, wait: float = 120.0) -> int
     if not startable:
         return 0
     procs: list[subprocess.Popen[bytes]] = []
+    log_paths = [logs / f"{path_part(v.tracker, 'viewer')}.log" for v in startable]
     stopping = False
 
     def on_signal(signum: int, frame: Any) -> None:
@@ -223,42 +215,40 @@ def serve(viewers: Sequence[Viewer], *, out: TextIO, wait: float = 120.0) -> int
     # KeyboardInterrupt).
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        for viewer in startable:
+        for viewer, log_path in zip(startable, log_paths, strict=True):
             assert viewer.command is not None
-            procs.append(
-                subprocess.Popen(
-                    viewer.command,
-                    env={**os.environ, **viewer.env},
-                    stdout=2,  # the viewers' own chatter goes to stderr; our stdout is the URLs
-                    stdin=subprocess.DEVNULL,
-                    start_new_session=True,  # a process group to stop as one
+            with log_path.open("wb") as log_file:  # the child keeps its own descriptor
+                procs.append(
+                    subprocess.Popen(
+                        viewer.command,
+                        env={**os.environ, **viewer.env},
+                        stdout=log_file,
+                        stderr=subprocess.STDOUT,
+                        stdin=subprocess.DEVNULL,
+                        start_new_session=True,  # a process group to stop as one
+                    )
                 )
-            )
         pending = dict(zip(range(len(startable)), startable, strict=True))
         deadline = time.monotonic() + wait
         while pending and not stopping:
             for i, viewer in list(pending.items()):
                 code = procs[i].poll()
                 if code is not None:
-                    print(f"tracking-core ui: the {viewer.note} exited with code {code} "
-                          "(its output is above)", file=sys.stderr)  # fmt: skip
-                    return 1
+                    return _failed(viewer, log_paths[i], f"exited with code {code}")
                 if viewer.ready and _answers(viewer.ready):
                     print(f"{viewer.tracker}: {viewer.url}  ({viewer.note})", file=out, flush=True)
                     del pending[i]
             if pending and time.monotonic() > deadline:
-                names = ", ".join(v.note for v in pending.values())
-                print(f"tracking-core ui: no answer from {names} after {wait:.0f} s", file=sys.stderr)
+                for i, viewer in pending.items():
+                    _failed(viewer, log_paths[i], f"did not answer within {wait:.0f} s")
                 return 1
             time.sleep(0.3)
         if not stopping:
-            print("Ctrl-C stops them.", file=out, flush=True)
+            print(f"the viewers' logs: {logs}\nCtrl-C stops them.", file=out, flush=True)
         while not stopping:
-            for viewer, proc in zip(startable, procs, strict=True):
+            for viewer, proc, log_path in zip(startable, procs, log_paths, strict=True):
                 if proc.poll() is not None:
-                    print(f"tracking-core ui: the {viewer.note} exited with code "
-                          f"{proc.returncode}; stopping the others", file=sys.stderr)  # fmt: skip
-                    return 1
+                    return _failed(viewer, log_path, f"exited with code {proc.returncode}; the others are stopped")
             time.sleep(0.3)
         return 0
     finally:

@@ -1,10 +1,13 @@
 """Which process of a role writes: exactly one per role, found without a collective call.
 
-In order: ``TRACKING_CORE_WRITER`` (``1``/``0``) or an explicit choice; the Megatron main rank
-(data-parallel rank 0 counting context parallelism, tensor-parallel rank 0, last pipeline stage)
-when ``megatron.core.parallel_state`` is already imported *and* initialised — Megatron is never
-imported to find out (it costs seconds); else rank 0 of the role's ``torch.distributed`` world when
-it is initialised; else ``RANK`` from the environment (0 when unset).
+In order: ``TRACKING_CORE_WRITER`` (``1``/``0``) or an explicit choice; rank 0 of the group of
+the role's ranks when the caller names one (``attach(group=...)``: one world split into roles);
+the Megatron main rank (data-parallel rank 0 counting context parallelism, tensor-parallel rank 0,
+last pipeline stage) when ``megatron.core.parallel_state`` is already imported *and* initialised —
+Megatron is never imported to find out (it costs seconds); else rank 0 of the role's
+``torch.distributed`` world when it is initialised; else ``RANK`` from the environment (0 when
+unset). Only the world rule can leave a role without a writer (its ranks are not the world's rank
+0): :attr:`WriterDecision.by_world` says that it chose, so that attach can check.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass
+from typing import Any
 
 from . import settings
 
@@ -23,6 +27,9 @@ class WriterDecision:
     writer: bool
     rank: int | None
     reason: str
+    #: chosen by the world rule (the world's rank 0 writes), which is right only where the
+    #: world's rank 0 attaches with the same role
+    by_world: bool = False
 
 
 def _megatron_decision() -> WriterDecision | None:
@@ -64,18 +71,46 @@ def env_rank() -> int:
         return 0
 
 
-def decide_writer(explicit: bool | None = None) -> WriterDecision:
-    """Whether this process writes for its role, and why (for the log line)."""
+def _group_decision(group: Any, rank: int | None, role: str) -> WriterDecision:
+    """Rank 0 of ``group`` writes (``dist.get_rank(group)``: no collective). A process outside
+    the group, or without an initialised ``torch.distributed``, is the caller's mistake."""
+    if rank is None:
+        raise ValueError(
+            f"attach(role={role!r}, group=...): torch.distributed is not initialised in this "
+            "process; call torch.distributed.init_process_group() before attach, or leave group out"
+        )
+    dist = sys.modules["torch.distributed"]
+    try:
+        in_group = int(dist.get_rank(group))
+    except Exception as exc:  # noqa: BLE001 - not a process group: say so with what it was
+        raise ValueError(
+            f"attach(role={role!r}, group={group!r}): not a torch.distributed process group "
+            f"({type(exc).__name__}: {exc}); pass the group of the role's ranks (dist.new_group(ranks))"
+        ) from exc
+    if in_group < 0:
+        raise ValueError(
+            f"attach(role={role!r}, group=...): this process (torch.distributed rank {rank}) is "
+            f"not in the group it was given; pass each rank the group of the ranks of its own role "
+            "(every rank creates every group with dist.new_group, each then attaches with its own)"
+        )
+    return WriterDecision(in_group == 0, rank, f"rank {in_group} of the role's group (torch.distributed rank {rank})")
+
+
+def decide_writer(explicit: bool | None = None, group: Any = None, role: str = "") -> WriterDecision:
+    """Whether this process writes for its role, and why (for the log line). ``group``: the
+    torch.distributed group of the role's ranks (a ``ValueError`` if this process is not in it)."""
     rank = _torch_rank()
     if explicit is not None:
         return WriterDecision(bool(explicit), rank, "chosen by the caller")
     forced = (settings.get(WRITER_ENV) or "").lower()
     if forced in {"1", "true", "yes", "0", "false", "no"}:
         return WriterDecision(forced in {"1", "true", "yes"}, rank, f"${WRITER_ENV}={forced}")
+    if group is not None:
+        return _group_decision(group, rank, role)
     megatron = _megatron_decision()
     if megatron is not None:
         return megatron
     if rank is not None:
-        return WriterDecision(rank == 0, rank, f"torch.distributed rank {rank}")
+        return WriterDecision(rank == 0, rank, f"torch.distributed rank {rank}", by_world=True)
     rank = env_rank()
     return WriterDecision(rank == 0, rank, f"RANK={rank}")

@@ -22,7 +22,7 @@ import threading
 import types
 from collections.abc import Sequence
 
-from tracking_core.plugin_api import BOOTSTRAP_DIR, HostHook, InstallModule
+from tracking_core.host_api import BOOTSTRAP_DIR, HostHook, InstallModule
 
 log = logging.getLogger("tracking_core.verl.install")
 

@@ -24,7 +24,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from tracking_core.plugin_api import to_plain
+from tracking_core.host_api import to_plain
 
 log = logging.getLogger("tracking_core.verl.roles")
 

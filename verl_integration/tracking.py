@@ -100,7 +100,7 @@ def _selected(routed: Sequence[str], select: bool) -> list[str] | None:
     if not routed:
         return None
     from tracking_core import get_plugin_manager
-    from tracking_core.plugin_api import resolve_backend_names
+    from tracking_core.host_api import resolve_backend_names
 
     chosen, _ = resolve_backend_names(manager=get_plugin_manager())
     return list(dict.fromkeys([*chosen, *routed]))
@@ -111,7 +111,7 @@ def _verl_options(project: str | None, experiment: str | None) -> dict[str, Any]
     unless ``$TENSORBOARD_DIR`` is set."""
     if os.environ.get("TENSORBOARD_DIR") or not project or not experiment:
         return {}
-    from tracking_core.plugin_api import path_under
+    from tracking_core.host_api import path_under
 
     # The names stay inside tensorboard_log/ whatever they hold (tracking_core.names).
     where = Path("tensorboard_log", path_under(project, "project name"), path_under(experiment, "experiment name"))
@@ -136,7 +136,7 @@ class VerlRun:
         config: Any,
     ) -> VerlRun:
         """Start the job's run and log verl's config: the launch config and each role's."""
-        from tracking_core.plugin_api import HostRun
+        from tracking_core.host_api import HostRun
 
         from . import roles
 

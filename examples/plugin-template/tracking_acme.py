@@ -22,9 +22,11 @@ from tracking_core.plugin_api import (
     ConfigSection,
     MetricRecord,
     RunContext,
+    RunHandle,
     RunStatus,
     TrackerReport,
     Viewer,
+    Views,
 )
 
 
@@ -82,6 +84,44 @@ class AcmeBackend:
         self._write({"type": "close", "status": status.value, "primary": run.primary})
 
 
+class AcmeViews(Views):
+    """What tracking-core says about an acme run; ``entry`` is what ``target`` or ``open_run``
+    returned, as the run handle keeps it. Define only what your tracker has."""
+
+    def location(self, entry: Mapping[str, Any], handle: RunHandle) -> list[str]:
+        """Where the run's data is (under the run's start line)."""
+        return [f"acme: {entry['dir']}"]
+
+    def sync(self, entry: Mapping[str, Any], handle: RunHandle) -> list[str]:
+        """How to upload what is kept only on this machine, said at the end of the run (None:
+        nothing to upload, e.g. the run went to a server)."""
+        return [f"acme: upload it with: acme-upload {entry['dir']}"]
+
+    def viewer(self, entry: Mapping[str, Any], handle: RunHandle, host: str, port: int | None, dry_run: bool) -> Viewer:
+        """What ``tracking-core ui`` starts (here Python's file server on the run's files), on the
+        free port it picked from ``viewer_port``; ``ready`` answers once it is up."""
+        return Viewer(
+            "acme",
+            url=f"http://{host}:{port}/",
+            command=[sys.executable, "-m", "http.server", str(port), "--bind", host, "--directory", entry["dir"]],
+            ready=f"http://{host}:{port}/",
+            note=f"the acme files in {entry['dir']}",
+        )
+
+    def read(self, entry: Mapping[str, Any], handle: RunHandle) -> TrackerReport:
+        """What ``tracking-core show`` prints: the run's status and the last value of each series,
+        read the way your tracker reads them (here, the files)."""
+        report = TrackerReport("acme", entry["dir"])
+        for path in sorted(Path(entry["dir"]).glob("*.jsonl")):
+            for line in path.read_text(encoding="utf-8").splitlines():
+                obj = json.loads(line)
+                if obj["type"] == "metric":  # a series is one writer's, in the order it logged
+                    report.last[obj["name"]] = (float(obj["value"]), obj["step"])
+                elif obj["type"] == "close" and obj["primary"]:
+                    report.status = obj["status"]
+        return report
+
+
 @tracking_core.hookimpl
 def register_backends(register: BackendRegistrar) -> None:
     register(
@@ -92,57 +132,6 @@ def register_backends(register: BackendRegistrar) -> None:
             requires=[],  # import names your backend needs, e.g. ["acme_sdk"]
             description="JSON lines under <tracking-dir>/acme (the plugin template)",
             viewer_port=8765,  # the port `tracking-core ui` starts your viewer from
+            views=AcmeViews(),
         )
     )
-
-
-# -- What tracking-core says about an acme run: each hook is asked for every backend of a run,
-# -- and answers None for the backends that are not its own.
-@tracking_core.hookimpl
-def tracker_location(backend: str, entry: Mapping[str, Any]) -> list[str] | None:
-    """Where the run's data is (under the run's start line): ``entry`` is what ``target`` or
-    ``open_run`` returned, as the run handle keeps it."""
-    if backend != "acme":
-        return None
-    return [f"acme: {entry['dir']}"]
-
-
-@tracking_core.hookimpl
-def tracker_sync(backend: str, entry: Mapping[str, Any]) -> list[str] | None:
-    """How to upload what is kept only on this machine, said at the end of the run (None:
-    nothing to upload, e.g. the run went to a server)."""
-    if backend != "acme":
-        return None
-    return [f"acme: upload it with: acme-upload {entry['dir']}"]
-
-
-@tracking_core.hookimpl
-def tracker_viewer(backend: str, entry: Mapping[str, Any], host: str, port: int) -> Viewer | None:
-    """What ``tracking-core ui`` starts (here Python's file server on the run's files), on the
-    free port it picked from ``viewer_port``; ``ready`` answers once it is up."""
-    if backend != "acme":
-        return None
-    return Viewer(
-        "acme",
-        url=f"http://{host}:{port}/",
-        command=[sys.executable, "-m", "http.server", str(port), "--bind", host, "--directory", entry["dir"]],
-        ready=f"http://{host}:{port}/",
-        note=f"the acme files in {entry['dir']}",
-    )
-
-
-@tracking_core.hookimpl
-def read_tracker(backend: str, entry: Mapping[str, Any]) -> TrackerReport | None:
-    """What ``tracking-core show`` prints: the run's status and the last value of each series,
-    read the way your tracker reads them (here, the files)."""
-    if backend != "acme":
-        return None
-    report = TrackerReport("acme", entry["dir"])
-    for path in sorted(Path(entry["dir"]).glob("*.jsonl")):
-        for line in path.read_text(encoding="utf-8").splitlines():
-            obj = json.loads(line)
-            if obj["type"] == "metric":  # a series is one writer's, in the order it logged
-                report.last[obj["name"]] = (float(obj["value"]), obj["step"])
-            elif obj["type"] == "close" and obj["primary"]:
-                report.status = obj["status"]
-    return report

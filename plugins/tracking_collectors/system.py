@@ -6,7 +6,6 @@ import os
 import socket
 import subprocess
 import sys
-from importlib import metadata
 from typing import Any
 
 #: Environment variables worth knowing about a run; credentials are never on this list.
@@ -102,6 +101,8 @@ def git_state(cwd: str | None = None) -> dict[str, Any]:
 
 
 def versions() -> dict[str, Any]:
+    from importlib import metadata  # imported by the collector, not by every plugin load
+
     out: dict[str, Any] = {"version/python": sys.version.split()[0]}
     for dist in VERSIONED:
         try:

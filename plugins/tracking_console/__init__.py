@@ -9,9 +9,24 @@ a second on a terminal that stopped reading (see :mod:`tracking_console.backend`
 
 from __future__ import annotations
 
-from tracking_core.plugin_api import Backend, BackendRegistrar, HostParser, RunContext, hookimpl
+from collections.abc import Mapping
+from typing import Any
 
-from .views import tracker_location  # noqa: F401 - hook implementations: what ui, show and the run's start and end say
+from tracking_core.plugin_api import (
+    Backend,
+    BackendRegistrar,
+    HostParser,
+    RunContext,
+    RunHandle,
+    Views,
+    hookimpl,
+)
+
+
+class ConsoleViews(Views):
+    def location(self, entry: Mapping[str, Any], handle: RunHandle) -> list[str]:
+        """Nothing to say: its lines were on the terminal."""
+        return []
 
 
 def target(run: RunContext) -> dict[str, str]:
@@ -27,6 +42,7 @@ def register_backends(register: BackendRegistrar) -> None:
             "tracking_console.backend:ConsoleBackend",
             target="tracking_console:target",
             terminal=True,  # its lines are for the training process's stderr, not a log file
+            views=ConsoleViews(),
             description="the latest metrics of each role on stderr, every few seconds (no dependency)",
         )
     )

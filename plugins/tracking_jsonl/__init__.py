@@ -8,13 +8,13 @@ the easiest format to analyse offline (``tracking-core show RUN``).
 
 from __future__ import annotations
 
-from tracking_core.plugin_api import Backend, hookimpl
+from tracking_core.plugin_api import Backend, BackendRegistrar, hookimpl
 
-from .views import read_tracker, show_run_files, tracker_location, tracker_viewer  # noqa: F401 - hook implementations: what ui, show and the run's start and end say
+from .views import JsonlViews
 
 
 @hookimpl
-def register_backends(register):  # type: ignore[no-untyped-def]
+def register_backends(register: BackendRegistrar) -> None:
     register(
         Backend(
             "jsonl",
@@ -22,5 +22,6 @@ def register_backends(register):  # type: ignore[no-untyped-def]
             target="tracking_jsonl.backend:target",
             description="JSON-lines files under the tracking directory (no dependency)",
             default_rank=0,  # the embedded default where no higher-ranked backend is installed
+            views=JsonlViews(),
         )
     )

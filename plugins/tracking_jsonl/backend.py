@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from tracking_core.names import path_part, path_under
 from tracking_core.plugin_api import (
     ArtifactRecord,
     ConfigSection,
@@ -24,8 +25,6 @@ from tracking_core.plugin_api import (
     TableRecord,
     TextRecord,
     hookimpl,
-    path_part,
-    path_under,
 )
 
 PRIMARY_FILE = "primary"

@@ -1,4 +1,5 @@
-"""Reading a jsonl run back: configs per role and metric series (``tracking-core show``)."""
+"""Reading a jsonl run back: configs per role, metric series and the other kinds of records
+(tables, histograms, texts, artifacts) by name (``tracking-core show``)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tracking_core.plugin_api import path_part
+from tracking_core.names import path_part
 
 
 @dataclass
@@ -18,6 +19,8 @@ class JsonlRun:
     metrics: list[dict[str, Any]] = field(default_factory=list)
     status: str | None = None
     files: list[str] = field(default_factory=list)
+    #: ``(kind, name)`` -> records: ``("table", "actor/rollout/samples")``
+    records: Counter[tuple[str, str]] = field(default_factory=Counter)
 
     def metric_counts(self) -> Counter[str]:
         return Counter(m["name"] for m in self.metrics)
@@ -58,4 +61,6 @@ def read_run(path: Path) -> JsonlRun:
                     out.metrics.append(obj)
                 elif kind == "status":
                     out.status = obj["status"]
+                elif kind in ("table", "histogram", "text", "artifact"):
+                    out.records[(kind, str(obj.get("name")))] += 1
     return out

@@ -50,9 +50,9 @@ series ``<key>/mean``, ``/min``, ``/max``, ``/p5``, ``/p50``, ``/p95`` on the sa
 
 from __future__ import annotations
 
-from tracking_core.plugin_api import Backend, BackendRegistrar, Delivery, HostParser, hookimpl
+from tracking_core.plugin_api import Backend, BackendRegistrar, HostParser, hookimpl
 
-from .views import project_options, read_tracker, tracker_location, tracker_viewer  # noqa: F401 - hook implementations: what ui, show and the run's start and end say
+from .views import MlflowViews
 
 
 @hookimpl
@@ -68,14 +68,13 @@ def register_backends(register: BackendRegistrar) -> None:
             extra="mlflow",
             description="MLflow: a tracking server, or the embedded SQLite store in the tracking dir",
             # A batch fits one log_batch request (at most 1000 metrics), with room to spare.
-            delivery=Delivery(
-                max_batch=900,
-                # Every MLflow request costs ~6 ms of client CPU whatever its size (measured, MLflow
-                # 3.17): deliver at most every 2 s, well inside the 5 s live-delivery bound.
-                batch_interval=2.0,
-            ),
+            max_batch=900,
+            # Every MLflow request costs ~6 ms of client CPU whatever its size (measured, MLflow
+            # 3.17): deliver at most every 2 s, well inside the 5 s live-delivery bound.
+            batch_interval=2.0,
             viewer_port=5000,  # `tracking-core ui` starts the MLflow UI on a local store
             default_rank=10,  # the embedded default where mlflow is installed (jsonl: 0)
+            views=MlflowViews(),
         )
     )
 

@@ -20,6 +20,7 @@ under an exclusive file lock (``mlflow.db.init-lock`` next to the database).
 from __future__ import annotations
 
 import getpass
+import hashlib
 import json
 import logging
 import os
@@ -30,6 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
 
+from tracking_core.config import artifact_path, config_json
 from tracking_core.plugin_api import (
     ArtifactRecord,
     ConfigSection,
@@ -40,8 +42,6 @@ from tracking_core.plugin_api import (
     RunStatus,
     TableRecord,
     TextRecord,
-    artifact_path,
-    config_json,
     hookimpl,
 )
 
@@ -69,10 +69,21 @@ CHANGED_TAG = "config_changed/"
 METRIC_KEY_TAG = "tracking_core.metric_key/"
 #: Prefix of the writer registry's tags: ``tracking_core.writer.<label>`` = the writer's state.
 WRITER_TAG = "tracking_core.writer."
-#: Who still owes data (set by a primary that closed the run FAILED because of them) and the
-#: status it meant: restored, and the first removed, once every writer named is complete.
+#: Who still owes data (set by a primary that closed the run FAILED because of them: how many,
+#: where their lines are, the first lines that fit) and the status it meant: restored, and the
+#: first removed, once every writer named is complete.
 INCOMPLETE_TAG = "tracking_core.incomplete"
 INTENDED_TAG = "tracking_core.intended_status"
+#: One tag per writer so named, ``tracking_core.owing.<id>`` (:func:`_owing_key`) = its line (who,
+#: what, the command), removed once that writer's own tag says it is complete.
+OWING_TAG = "tracking_core.owing."
+#: The most characters of one writer's line.
+MAX_LINE = 1000
+#: The most characters each string of a writer's tag takes in its JSON (any other: 100): the
+#: tag stays within :data:`MAX_REGISTRY_TAG` whatever its strings, and is never cut.
+REGISTRY_FIELDS = {"label": 300, "role": 300, "host": 300, "tracking_dir": 2000, "sync": 1500}
+#: Tags in one ``log_batch`` (MLflow's limit).
+MAX_TAGS_PER_REQUEST = 100
 MAX_METRICS_PER_REQUEST = 1000
 MAX_TAG_VALUE = 8000
 #: What MLflow servers before 2.x take in a tag value: the registry's tags stay within it.
@@ -188,7 +199,7 @@ class MlflowBackend:
         if experiment_id is not None:
             experiment = self._call(client.get_experiment, experiment_id)
             self.experiment_name = experiment.name
-            return str(experiment.experiment_id)
+            return self._training_kind(client, experiment)
         assert name is not None
         self.experiment_name = name
         experiment = self._call(client.get_experiment_by_name, name)
@@ -211,7 +222,11 @@ class MlflowBackend:
                 if experiment is None:
                     raise
         _check_not_deleted(experiment)
-        # Without the tag MLflow shows it in its GenAI view; a kind already set is left as it is.
+        return self._training_kind(client, experiment)
+
+    def _training_kind(self, client: MlflowClient, experiment: Any) -> str:
+        """The id of ``experiment`` (named by name or id), tagged as model training where it has
+        no kind: without the tag MLflow shows it in its GenAI view. A kind already set is left."""
         if EXPERIMENT_KIND_TAG not in (experiment.tags or {}):
             self._call(client.set_experiment_tag, experiment.experiment_id, EXPERIMENT_KIND_TAG, EXPERIMENT_KIND)
         return str(experiment.experiment_id)
@@ -296,6 +311,7 @@ class MlflowBackend:
                     self.experiment_id,
                     tags=tags,
                     run_name=tags["mlflow.runName"],
+                    start_time=_ms(run.started_at),
                 )
                 self.run_id = created.info.run_id
                 self.media.seed(self.run_id, created.data.tags)
@@ -513,18 +529,22 @@ class MlflowBackend:
     # -- the writer registry -------------------------------------------------------------------
     @hookimpl
     def publish_writer(self, state: Mapping[str, Any]) -> None:
-        """The writer's state as the run tag ``tracking_core.writer.<label>`` (compact JSON). A
-        primary's closing state that names writers still owing data (``incomplete``) also sets
-        ``tracking_core.incomplete`` (one line per writer: who, what, the command) and
-        ``tracking_core.intended_status``; a complete writer may be the last of those, and the
-        run then gets its intended status back."""
+        """The writer's state as the run tag ``tracking_core.writer.<label>`` (compact JSON, never
+        longer than a tag holds). A primary's closing state that names writers still owing data
+        (``incomplete``: label -> line) also sets a tag per writer named (its line), then
+        ``tracking_core.incomplete`` and ``tracking_core.intended_status``; the primary's own tag
+        holds how many it named. A complete writer may be the last named: the run then gets its
+        intended status back."""
         client, run_id = self._need_run()
-        named = dict(state.get("incomplete") or {})
-        tags = [RunTag(mlflow_tag_key(WRITER_TAG + str(state["label"])), _registry_json(state, list(named)))]
+        named = {str(label): str(line) for label, line in dict(state.get("incomplete") or {}).items()}
+        tags = [RunTag(mlflow_tag_key(WRITER_TAG + str(state["label"])), _registry_json(state, len(named)))]
         if named:
-            text = "\n".join(str(what) for what in named.values())
-            tags.append(RunTag(INCOMPLETE_TAG, _clip(text, MAX_REGISTRY_TAG)))
-            tags.append(RunTag(INTENDED_TAG, str(state.get("intended_status") or "FINISHED")))
+            lines = [RunTag(_owing_key(label), _clip(line, MAX_LINE)) for label, line in named.items()]
+            for start in range(0, len(lines), MAX_TAGS_PER_REQUEST):
+                self._call(client.log_batch, run_id, tags=lines[start : start + MAX_TAGS_PER_REQUEST])
+            intended = str(state.get("intended_status") or "FINISHED")
+            # Marked last: a run marked incomplete has every writer's line.
+            tags += [RunTag(INCOMPLETE_TAG, _incomplete_text(list(named.values()), intended)), RunTag(INTENDED_TAG, intended)]
         self._call(client.log_batch, run_id, tags=tags)
         if state.get("state") == "complete" and (named or self._may_be_named(state)):
             self._restore_status(client, run_id)
@@ -549,23 +569,30 @@ class MlflowBackend:
         return _writers(self._call(client.get_run, run_id).data.tags)
 
     def _restore_status(self, client: MlflowClient, run_id: str) -> None:
-        """The run was closed FAILED while writers owed data: once every one of them is
-        complete, set the status the primary meant and remove ``tracking_core.incomplete``."""
+        """The run was closed FAILED while writers owed data: remove the tag of each writer named
+        whose own tag says it is complete now (one that cannot be read is not), and once none is
+        left, set the status the primary meant and remove ``tracking_core.incomplete``."""
         tags = self._call(client.get_run, run_id).data.tags
         if INCOMPLETE_TAG not in tags:
             return
-        writers = _writers(tags)
-        named = {label for state in writers.values() for label in state.get("incomplete") or []}
-        if any(writers.get(label, {}).get("state") != "complete" for label in named):
+        complete = {_owing_key(label) for label, state in _writers(tags).items() if state.get("state") == "complete"}
+        owing = [key for key in tags if key.startswith(OWING_TAG)]
+        for key in owing:
+            if key in complete:
+                self._delete_tag(client, run_id, key)
+        if not complete.issuperset(owing):
             return
         intended = tags.get(INTENDED_TAG) or "FINISHED"
         self._call(client.set_terminated, run_id, status=intended if intended in _TERMINAL else "FINISHED")
+        self._delete_tag(client, run_id, INCOMPLETE_TAG)
+        log.info("MLflow: every writer of run %s is complete now: status %s", run_id, intended)
+
+    def _delete_tag(self, client: MlflowClient, run_id: str, key: str) -> None:
         try:
-            self._call(client.delete_tag, run_id, INCOMPLETE_TAG)
+            self._call(client.delete_tag, run_id, key)
         except MlflowException as exc:
             if _error_code(exc) != "RESOURCE_DOES_NOT_EXIST":  # another writer did it first
                 raise
-        log.info("MLflow: every writer of run %s is complete now: status %s", run_id, intended)
 
     # -- the end -------------------------------------------------------------------------------
     @hookimpl
@@ -575,22 +602,51 @@ class MlflowBackend:
         if not run.primary:
             return
         client, run_id = self._need_run()
-        self._call(client.set_terminated, run_id, status=RunStatus(status).value)
+        self._call(client.set_terminated, run_id, status=RunStatus(status).value, end_time=_ms(run.ended_at))
 
 
-def _registry_json(state: Mapping[str, Any], named: list[str]) -> str:
-    """A writer's state as a compact tag value within :data:`MAX_REGISTRY_TAG`: the writers a
-    primary names as owing by label only (their lines are in ``tracking_core.incomplete``); a
-    long path is dropped first (the ``sync`` command holds it), then clipped."""
-    data = {k: v for k, v in state.items() if k not in ("incomplete", "intended_status")}
+def _ms(at: float | None) -> int | None:
+    """Epoch seconds as MLflow's milliseconds (None: MLflow takes now)."""
+    return None if at is None else int(at * 1000)
+
+
+def _registry_json(state: Mapping[str, Any], named: int) -> str:
+    """A writer's state as a compact tag value within :data:`MAX_REGISTRY_TAG` by construction:
+    each string within its share (:data:`REGISTRY_FIELDS`), a primary's writers named as owing
+    data as a count (their lines are tags of their own)."""
+    data = {k: _fit(v, REGISTRY_FIELDS.get(k, 100)) for k, v in state.items() if k not in ("incomplete", "intended_status")}
     if named:
         data["incomplete"] = named
-    text = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
-    if len(text) > MAX_REGISTRY_TAG:
-        data.pop("tracking_dir", None)
-        data["sync"] = _clip(str(data.get("sync", "")), 1000)
-        text = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
-    return text if len(text) <= MAX_REGISTRY_TAG else _clip(text, MAX_REGISTRY_TAG)
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+
+
+def _fit(value: Any, limit: int) -> Any:
+    """A string that takes at most ``limit`` characters in JSON (escapes take up to 6 each);
+    anything else as it is (numbers, None)."""
+    if not isinstance(value, str):
+        return value if value is None or isinstance(value, (bool, int, float)) else _fit(str(value), limit)
+    value = _clip(value, limit - 2)
+    return value if len(json.dumps(value, ensure_ascii=False)) <= limit else _clip(value, (limit - 2) // 6)
+
+
+def _owing_key(label: str) -> str:
+    """The tag of a writer a primary named as owing data: by a digest of its label (any length)."""
+    return OWING_TAG + hashlib.sha256(label.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def _incomplete_text(lines: list[str], intended: str) -> str:
+    """How many writers owe data, where each one's line is, and the first lines that fit."""
+    text = (
+        f"{len(lines)} writer(s) of the job still owed data when it closed: the run is FAILED until "
+        f"each is complete, then {intended}; each one's line is in its tag {OWING_TAG}<id>, removed "
+        "when it completes. The first:"
+    )
+    for shown, line in enumerate(lines):
+        more = f"\n... and {len(lines) - shown} more (see the tags {OWING_TAG}*)"
+        if len(text) + 1 + len(line) + len(more) > MAX_REGISTRY_TAG:
+            return text + more
+        text += "\n" + line
+    return text
 
 
 def _primary_writer(tags: Mapping[str, str]) -> dict[str, Any] | None:

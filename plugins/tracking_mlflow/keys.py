@@ -41,7 +41,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tracking_core.plugin_api import ConfigSection, artifact_path, json_text
+from tracking_core.config import artifact_path, json_text
+from tracking_core.plugin_api import ConfigSection
 
 __all__ = [
     "MLFLOW_MAX_KEY_LENGTH",

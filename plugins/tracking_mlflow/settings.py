@@ -102,11 +102,26 @@ def is_local_database(uri: str) -> bool:
     return sqlite_path(uri) is not None
 
 
+#: The tab of MLflow's run page that holds the run's metric charts (the UI's own route names:
+#: ``overview``, ``model-metrics``, ``system-metrics``). A link to the experiment instead opens
+#: MLflow 3's GenAI view for many experiments; a link to the run alone opens its overview.
+RUN_CHARTS_TAB = "model-metrics"
+
+
+def run_page(base: str, experiment_id: Any, run_id: Any) -> str:
+    """The MLflow UI at ``base``: on the run's metric charts when both ids are known, else its
+    experiment list."""
+    url = base.rstrip("/") + "/"
+    if experiment_id and run_id:
+        url += f"#/experiments/{experiment_id}/runs/{run_id}/{RUN_CHARTS_TAB}"
+    return url
+
+
 def run_url(uri: str, experiment_id: str | None, run_id: str | None) -> str | None:
-    """The run's page in the MLflow UI, for a server URI (None for a local store)."""
+    """The run's charts in the MLflow UI, for a server URI (None for a local store)."""
     if not uri.startswith(("http://", "https://")) or not experiment_id or not run_id:
         return None
-    return f"{public_uri(uri).rstrip('/')}/#/experiments/{experiment_id}/runs/{run_id}"
+    return run_page(public_uri(uri), experiment_id, run_id)
 
 
 def public_uri(uri: str) -> str:

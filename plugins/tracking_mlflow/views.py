@@ -13,7 +13,9 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from tracking_core.plugin_api import RunHandle, TrackerReport, Viewer, hookimpl, runnable
+from tracking_core.plugin_api import RunHandle, TrackerReport, Viewer, Views, runnable
+
+from . import settings
 
 NAME = "mlflow"
 #: The run tag that names the job's run id: what makes the backend's ``open_run`` idempotent and
@@ -26,47 +28,65 @@ def _remote(uri: str) -> bool:
 
 
 def run_page(base: str, entry: Mapping[str, Any]) -> str:
-    """The MLflow UI at ``base``, on the run's page when the entry names the run."""
-    url = base.rstrip("/") + "/"
-    if entry.get("experiment_id") and entry.get("run_id"):
-        url += f"#/experiments/{entry['experiment_id']}/runs/{entry['run_id']}"
-    return url
+    """The MLflow UI at ``base``, on the run's metric charts when the entry names the run."""
+    return settings.run_page(base, entry.get("experiment_id"), entry.get("run_id"))
 
 
-@hookimpl
-def tracker_location(backend: str, entry: Mapping[str, Any], handle: RunHandle) -> list[str] | None:
-    """The run on its server (its page), or in a local store (the ``mlflow ui`` command)."""
-    if backend != NAME:
-        return None
-    uri = str(entry.get("tracking_uri", ""))
-    which = entry.get("run_id") or f"tagged {RUN_ID_TAG}={handle.run_id}"
-    if _remote(uri):
-        return [f"MLflow run {which}: {run_page(uri, entry)}"]
-    return [f"MLflow run {which} in {uri}: {runnable('mlflow')} ui --backend-store-uri {uri}"]
+class MlflowViews(Views):
+    """A run on a tracking server or in a local store: its page, the MLflow UI, its read-back."""
 
+    def location(self, entry: Mapping[str, Any], handle: RunHandle) -> list[str] | None:
+        """The run on its server (its page), or in a local store (the ``mlflow ui`` command)."""
+        uri = str(entry.get("tracking_uri", ""))
+        which = entry.get("run_id") or f"tagged {RUN_ID_TAG}={handle.run_id}"
+        if _remote(uri):
+            return [f"MLflow run {which}: {run_page(uri, entry)}"]
+        return [f"MLflow run {which} in {uri}: {runnable('mlflow')} ui --backend-store-uri {uri}"]
 
-@hookimpl
-def tracker_viewer(
-    backend: str, entry: Mapping[str, Any], handle: RunHandle, host: str, port: int | None, dry_run: bool
-) -> Viewer | None:
-    """The MLflow UI on the run's local store, opening the run's page; a server's own UI."""
-    if backend != NAME:
-        return None
-    uri = str(entry.get("tracking_uri", ""))
-    if _remote(uri):
-        return Viewer(NAME, url=run_page(uri, entry), note="the MLflow server's own UI")
-    entry, warning = (entry, "") if dry_run or entry.get("run_id") else _located(entry, handle.run_id)
-    base = f"http://{host}:{port}"
-    return Viewer(
-        NAME,
-        url=run_page(base, entry),
-        command=[sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", uri,
-                 "--host", host, "--port", str(port), "--workers", "1"],
-        ready=f"{base}/health",
-        note=f"MLflow UI on {uri}",
-        env={"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"},  # no job runner: starts in seconds
-        warning=warning,
-    )  # fmt: skip
+    def viewer(self, entry: Mapping[str, Any], handle: RunHandle, host: str, port: int | None, dry_run: bool) -> Viewer | None:
+        """The MLflow UI on the run's local store, opening the run's page; a server's own UI."""
+        uri = str(entry.get("tracking_uri", ""))
+        if _remote(uri):
+            return Viewer(NAME, url=run_page(uri, entry), note="the MLflow server's own UI")
+        entry, warning = (entry, "") if dry_run or entry.get("run_id") else _located(entry, handle.run_id)
+        base = f"http://{host}:{port}"
+        return Viewer(
+            NAME,
+            url=run_page(base, entry),
+            command=[sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", uri,
+                     "--host", host, "--port", str(port), "--workers", "1"],
+            ready=f"{base}/health",
+            note=f"MLflow UI on {uri}",
+            env={"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"},  # no job runner: starts in seconds
+            warning=warning,
+        )  # fmt: skip
+
+    def read(self, entry: Mapping[str, Any], handle: RunHandle) -> TrackerReport | None:
+        """The run's status, its number of params, the last value of every metric and its tables,
+        histograms, texts and artifacts, read with ``MlflowClient`` on the recorded tracking URI."""
+        uri = str(entry.get("tracking_uri") or "")
+        report = TrackerReport(NAME, f"in {uri}")
+        client, run = locate_run(entry, handle.run_id)
+        report.where = f"run {run.info.run_id} in {uri}"
+        report.status = run.info.status
+        report.detail = (
+            f"experiment {entry.get('experiment') or run.info.experiment_id}, "
+            f"{len(run.data.params)} params"
+        )
+        for key in sorted(run.data.metrics):
+            history = client.get_metric_history(run.info.run_id, key)
+            if history:
+                point = max(history, key=lambda m: (m.step, m.timestamp))
+                report.last[key] = (float(point.value), int(point.step))
+        _count_artifacts(report, client, run)
+        return report
+
+    def project_options(self, project: str) -> dict[str, str] | None:
+        """The host's project is the MLflow experiment, unless ``$MLFLOW_EXPERIMENT_NAME`` or
+        ``$MLFLOW_EXPERIMENT_ID`` names one."""
+        if os.environ.get("MLFLOW_EXPERIMENT_NAME") or os.environ.get("MLFLOW_EXPERIMENT_ID"):
+            return None
+        return {"mlflow_experiment": project}
 
 
 def _located(entry: Mapping[str, Any], run_id: str) -> tuple[Mapping[str, Any], str]:
@@ -114,33 +134,23 @@ def locate_run(entry: Mapping[str, Any], run_id: str) -> tuple[Any, Any]:
     return client, found[0]
 
 
-@hookimpl
-def read_tracker(backend: str, entry: Mapping[str, Any], handle: RunHandle) -> TrackerReport | None:
-    """The run's status, its number of params and the last value of every metric, read with
-    ``MlflowClient`` on the recorded tracking URI."""
-    if backend != NAME:
-        return None
-    uri = str(entry.get("tracking_uri") or "")
-    report = TrackerReport(NAME, f"in {uri}")
-    client, run = locate_run(entry, handle.run_id)
-    report.where = f"run {run.info.run_id} in {uri}"
-    report.status = run.info.status
-    report.detail = (
-        f"experiment {entry.get('experiment') or run.info.experiment_id}, "
-        f"{len(run.data.params)} params"
-    )
-    for key in sorted(run.data.metrics):
-        history = client.get_metric_history(run.info.run_id, key)
-        if history:
-            point = max(history, key=lambda m: (m.step, m.timestamp))
-            report.last[key] = (float(point.value), int(point.step))
-    return report
+def _count_artifacts(report: TrackerReport, client: Any, run: Any) -> None:
+    """The run's tables, histograms and texts (one artifact file per record, in a folder per
+    name) and its logged artifacts (one tag each: :data:`media.ARTIFACT_TAG`)."""
+    from . import media
+
+    for kind in (media.TABLES_DIR, media.HISTOGRAMS_DIR, media.TEXTS_DIR):
+        folders = [kind]
+        while folders:
+            folder = folders.pop()
+            for item in client.list_artifacts(run.info.run_id, folder):
+                if item.is_dir:
+                    folders.append(item.path)
+                else:
+                    report.count(kind, folder[len(kind) + 1:] or folder)
+    for tag in run.data.tags:
+        if tag.startswith(media.ARTIFACT_TAG):
+            path = tag[len(media.ARTIFACT_TAG):]
+            report.count(media.ARTIFACTS_DIR, path.removeprefix(media.ARTIFACTS_DIR + "/"))
 
 
-@hookimpl
-def project_options(project: str) -> dict[str, str] | None:
-    """The host's project is the MLflow experiment, unless ``$MLFLOW_EXPERIMENT_NAME`` or
-    ``$MLFLOW_EXPERIMENT_ID`` names one."""
-    if os.environ.get("MLFLOW_EXPERIMENT_NAME") or os.environ.get("MLFLOW_EXPERIMENT_ID"):
-        return None
-    return {"mlflow_experiment": project}

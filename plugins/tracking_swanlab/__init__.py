@@ -18,7 +18,7 @@ from __future__ import annotations
 from tracking_core.plugin_api import Backend, BackendRegistrar, HostParser, hookimpl
 
 from .options import add_options as _add_options
-from .views import project_options, tracker_location, tracker_sync  # noqa: F401 - hook implementations: what ui, show and the run's start and end say
+from .views import SwanlabViews
 
 
 @hookimpl
@@ -31,6 +31,7 @@ def register_backends(register: BackendRegistrar) -> None:
             requires=("swanlab",),
             extra="swanlab",
             description="SwanLab: cloud (one experiment) or offline/local run directories",
+            views=SwanlabViews(),
         )
     )
 

@@ -61,29 +61,22 @@ from typing import Any, ClassVar
 
 import swanlab
 
+from tracking_core.config import artifact_path, config_json, redact_argv
+from tracking_core.files import replace_text
+from tracking_core.names import path_under
 from tracking_core.plugin_api import (
     ArtifactRecord,
-    AxisDefinitions,
     ConfigSection,
     HistogramRecord,
     MetricRecord,
-    Row,
-    RowRetry,
     RunContext,
     RunStatus,
-    SharedRun,
-    SharedRuns,
     TableRecord,
     TextRecord,
-    artifact_path,
-    config_json,
     hookimpl,
-    metric_rows,
-    path_under,
-    redact_argv,
-    replace_text,
-    saved_role_sections,
 )
+from tracking_core.rows import AxisDefinitions, RowRetry, StepRow, metric_rows
+from tracking_core.shared_run import SharedRun, SharedRuns, saved_role_sections
 
 from .options import SwanlabOptions, resolve, run_dir_name, run_id_for, sync_commands
 from .options import target as run_target
@@ -142,7 +135,7 @@ def config_values(params: Mapping[str, Any]) -> dict[str, Any]:
     return {key: ("null" if value is None else value) for key, value in params.items()}
 
 
-class SwanlabRow(Row):
+class SwanlabRow(StepRow):
     """A ``run.log`` call: the axis's step logged as a float metric, no timestamp key."""
 
     step_type: ClassVar[type] = float

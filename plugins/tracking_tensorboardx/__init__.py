@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from tracking_core.plugin_api import Backend, hookimpl
 
-from .views import read_tracker, tracker_location, tracker_viewer  # noqa: F401 - hook implementations: what ui, show and the run's start and end say
+from .views import TensorBoardViews
 
 if TYPE_CHECKING:
     from tracking_core.plugin_api import BackendRegistrar, HostParser
@@ -49,6 +49,7 @@ def register_backends(register: BackendRegistrar) -> None:
             extra="tensorboard",
             description="TensorBoard event files (tensorboardX), one run subdirectory per role",
             viewer_port=6006,  # `tracking-core ui` starts TensorBoard on the run's log directory
+            views=TensorBoardViews(),
         )
     )
 

@@ -48,8 +48,9 @@ from tensorboardX.proto.plugin_hparams_pb2 import (
 from tensorboardX.proto.summary_pb2 import Summary, SummaryMetadata
 from tensorboardX.summary import text as text_summary
 
+from tracking_core.config import LAUNCH, config_text
+from tracking_core.names import path_part
 from tracking_core.plugin_api import (
-    LAUNCH,
     ArtifactRecord,
     ConfigSection,
     HistogramRecord,
@@ -58,9 +59,7 @@ from tracking_core.plugin_api import (
     RunStatus,
     TableRecord,
     TextRecord,
-    config_text,
     hookimpl,
-    path_part,
 )
 
 from . import media

@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import logging
 
-from tracking_core.plugin_api import ConfigSection, artifact_path, is_volatile
+from tracking_core.config import artifact_path
+from tracking_core.config.diff import is_volatile
+from tracking_core.plugin_api import ConfigSection
 
 __all__ = ["session_hparams", "tensorboard_hparams"]
 

@@ -13,7 +13,8 @@ import logging
 import os
 from pathlib import Path
 
-from tracking_core.plugin_api import RunContext, path_part
+from tracking_core.names import path_part
+from tracking_core.plugin_api import RunContext
 
 from . import DIR_DEST, DIR_ENV
 

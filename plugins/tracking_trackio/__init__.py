@@ -16,7 +16,7 @@ from __future__ import annotations
 from tracking_core.plugin_api import Backend, BackendRegistrar, HostParser, hookimpl
 
 from .options import add_options as _add_options
-from .views import project_options, read_tracker, tracker_location  # noqa: F401 - hook implementations: what ui, show and the run's start and end say
+from .views import TrackioViews
 
 
 @hookimpl
@@ -29,6 +29,7 @@ def register_backends(register: BackendRegistrar) -> None:
             requires=("trackio",),
             extra="trackio",
             description="trackio: local-first SQLite store, `trackio show` dashboard",
+            views=TrackioViews(),
         )
     )
 

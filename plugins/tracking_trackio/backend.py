@@ -52,20 +52,19 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from tracking_core.config import config_json
 from tracking_core.plugin_api import (
     ConfigSection,
     HistogramRecord,
     MetricRecord,
-    Row,
     RunContext,
     RunNotOpenYet,
     RunStatus,
     TableRecord,
     TextRecord,
-    config_json,
     hookimpl,
-    metric_rows,
 )
+from tracking_core.rows import StepRow, metric_rows
 
 from .options import show_command
 from .options import target as run_target
@@ -229,7 +228,7 @@ class TrackioBackend:
             return f"__{key}"
         return key
 
-    def _log_id(self, row: Row) -> str:
+    def _log_id(self, row: StepRow) -> str:
         run = self.context
         seed = f"{run.run_id}|{run.role or ''}|{row.first_seq}|{row.timestamp!r}|{len(row.values)}"
         return hashlib.sha1(seed.encode()).hexdigest()

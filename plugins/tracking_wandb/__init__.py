@@ -23,7 +23,7 @@ from __future__ import annotations
 from tracking_core.plugin_api import Backend, BackendRegistrar, HostParser, hookimpl
 
 from .options import add_options as _add_options
-from .views import project_options, read_tracker, tracker_location, tracker_sync, tracker_viewer  # noqa: F401 - hook implementations: what ui, show and the run's start and end say
+from .views import WandbViews
 
 
 @hookimpl
@@ -36,6 +36,7 @@ def register_backends(register: BackendRegistrar) -> None:
             requires=("wandb",),
             extra="wandb",
             description="Weights & Biases: online (shared mode) or offline run files",
+            views=WandbViews(),
         )
     )
 

@@ -52,28 +52,22 @@ from typing import Any
 
 import wandb
 
+from tracking_core.config import artifact_path, config_json, job_params, redact_argv
+from tracking_core.files import replace_text
+from tracking_core.options import tracking_option_dests
 from tracking_core.plugin_api import (
     ArtifactRecord,
-    AxisDefinitions,
     ConfigSection,
     HistogramRecord,
     MetricRecord,
-    RowRetry,
     RunContext,
     RunStatus,
-    SharedRun,
-    SharedRuns,
     TableRecord,
     TextRecord,
-    artifact_path,
-    config_json,
     hookimpl,
-    job_params,
-    redact_argv,
-    replace_text,
-    saved_role_sections,
-    tracking_option_dests,
 )
+from tracking_core.rows import AxisDefinitions, RowRetry
+from tracking_core.shared_run import SharedRun, SharedRuns, saved_role_sections
 
 from . import media
 from .config import wandb_config

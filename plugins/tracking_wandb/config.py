@@ -11,7 +11,8 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from tracking_core.plugin_api import ConfigSection, artifact_path
+from tracking_core.config import artifact_path
+from tracking_core.plugin_api import ConfigSection
 
 __all__ = ["wandb_config"]
 

@@ -46,20 +46,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import wandb
 
-from tracking_core.plugin_api import (
-    ArtifactRecord,
-    HistogramRecord,
-    Row,
-    TableRecord,
-    TextRecord,
-    axis_of,
-    path_under,
-)
+from tracking_core.names import path_under
+from tracking_core.plugin_api import ArtifactRecord, HistogramRecord, TableRecord, TextRecord
+from tracking_core.rows import StepRow, axis_of
 
 from .rows import TIMESTAMP_KEY
 
 if TYPE_CHECKING:
-    from tracking_core.plugin_api import SharedRun
+    from tracking_core.shared_run import SharedRun
 
     from .backend import WandbBackend
 
@@ -240,7 +234,7 @@ def log_media(
     key = record.name if key is None else key
     axis = axis_of(record)
     step = None if record.step is None else int(record.step)
-    row = Row(axis, step, record.timestamp, {key: 0.0})
+    row = StepRow(axis, step, record.timestamp, {key: 0.0})
     data: dict[str, Any] = {key: value, TIMESTAMP_KEY: record.timestamp}
     if axis is not None and step is not None:
         data[axis] = step

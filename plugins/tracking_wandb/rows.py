@@ -14,8 +14,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from tracking_core.plugin_api import MetricRecord, Row, new_definitions
-from tracking_core.plugin_api import metric_rows as _metric_rows
+from tracking_core.plugin_api import MetricRecord
+from tracking_core.rows import StepRow, new_definitions
+from tracking_core.rows import metric_rows as _metric_rows
 
 __all__ = ["TIMESTAMP_KEY", "WandbRow", "metric_rows", "new_definitions"]
 
@@ -24,7 +25,7 @@ __all__ = ["TIMESTAMP_KEY", "WandbRow", "metric_rows", "new_definitions"]
 TIMESTAMP_KEY = "_timestamp"
 
 
-class WandbRow(Row):
+class WandbRow(StepRow):
     """A W&B history row: the axis's step as an int, the record's time as ``_timestamp``."""
 
     timestamp_key: ClassVar[str | None] = TIMESTAMP_KEY

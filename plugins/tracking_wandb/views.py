@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from tracking_core.plugin_api import RunHandle, TrackerReport, Viewer, hookimpl, runnable
+from tracking_core.plugin_api import RunHandle, TrackerReport, Viewer, Views, runnable
 
 NAME = "wandb"
 #: Seconds ``wandb leet inspect`` may take on one offline directory.
@@ -51,31 +51,61 @@ def _sync_lines(entry: Mapping[str, Any], handle: RunHandle) -> list[str]:
     ]
 
 
-@hookimpl
-def tracker_location(backend: str, entry: Mapping[str, Any], handle: RunHandle) -> list[str] | None:
-    if backend != NAME:
-        return None
-    if entry.get("mode") == "offline":
+class WandbViews(Views):
+    """A W&B run online, or offline directories to upload."""
+
+    def location(self, entry: Mapping[str, Any], handle: RunHandle) -> list[str] | None:
+        if entry.get("mode") == "offline":
+            return _sync_lines(entry, handle)
+        return [f"W&B run {entry.get('id')} in project {entry.get('project')}"]
+
+    def sync(self, entry: Mapping[str, Any], handle: RunHandle) -> list[str] | None:
+        """An offline run's ``wandb sync`` commands, this node's and every other node's."""
+        if entry.get("mode") != "offline":
+            return None
         return _sync_lines(entry, handle)
-    return [f"W&B run {entry.get('id')} in project {entry.get('project')}"]
 
+    def viewer(self, entry: Mapping[str, Any], handle: RunHandle, host: str, port: int | None, dry_run: bool) -> Viewer | None:
+        """Nothing starts here: W&B shows the run (once an offline run is uploaded)."""
+        if entry.get("mode") == "offline":
+            return Viewer(NAME, note=f"offline: upload it with {sync_command(entry)}, then open it in W&B")
+        return Viewer(NAME, note=f"run {entry.get('id')} in W&B project {entry.get('project')}")
 
-@hookimpl
-def tracker_sync(backend: str, entry: Mapping[str, Any], handle: RunHandle) -> list[str] | None:
-    """An offline run's ``wandb sync`` commands, this node's and every other node's."""
-    if backend != NAME or entry.get("mode") != "offline":
-        return None
-    return _sync_lines(entry, handle)
+    def read(self, entry: Mapping[str, Any], handle: RunHandle) -> TrackerReport | None:
+        """An offline run's state and summary (its last values, and the tables, histograms and
+        texts it holds, one each: the summary keeps the last), from every writer's directory of it;
+        an online run is only named (W&B shows it)."""
+        if entry.get("mode") != "offline":
+            return TrackerReport(
+                NAME, f"run {entry.get('id')} in project {entry.get('project')} (online: read it in W&B)"
+            )
+        base = Path(str(entry.get("dir") or ".")) / "wandb"
+        files = sorted(glob.glob(str(base / f"offline-run-*-{entry.get('id')}*" / "run-*.wandb")))
+        report = TrackerReport(NAME, f"offline run {entry.get('id')} under {base}")
+        if not files:
+            report.error = f"no offline run directory of {entry.get('id')} under {base}"
+            return report
+        report.detail = (
+            f"{len(files)} offline run director{'y' if len(files) == 1 else 'ies'} (one per writing "
+            "process); of each table, histogram and text, its summary holds the last"
+        )
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            folded = list(pool.map(_inspect, files))
+        report.status = ", ".join(sorted({str(f.get("state")) for f in folded}))
+        for run in folded:
+            for key, value in sorted((run.get("summary") or {}).items()):
+                if key.startswith("_"):
+                    continue
+                if isinstance(value, (int, float)) and not isinstance(value, bool):
+                    report.last[key] = (float(value), None)
+                elif isinstance(value, Mapping) and value.get("_type"):
+                    # the summary holds a rich value's last record: its kind, not its count
+                    report.count(_KINDS.get(str(value["_type"]), str(value["_type"])), key)
+        return report
 
-
-@hookimpl
-def tracker_viewer(backend: str, entry: Mapping[str, Any]) -> Viewer | None:
-    """Nothing starts here: W&B shows the run (once an offline run is uploaded)."""
-    if backend != NAME:
-        return None
-    if entry.get("mode") == "offline":
-        return Viewer(NAME, note=f"offline: upload it with {sync_command(entry)}, then open it in W&B")
-    return Viewer(NAME, note=f"run {entry.get('id')} in W&B project {entry.get('project')}")
+    def project_options(self, project: str) -> dict[str, str] | None:
+        """The host's project is the W&B project, unless ``$WANDB_PROJECT`` names one."""
+        return None if os.environ.get("WANDB_PROJECT") else {"wandb_project": project}
 
 
 def _inspect(path: str) -> dict[str, Any]:
@@ -90,34 +120,7 @@ def _inspect(path: str) -> dict[str, Any]:
     return dict(json.loads(done.stdout))
 
 
-@hookimpl
-def read_tracker(backend: str, entry: Mapping[str, Any], handle: RunHandle) -> TrackerReport | None:
-    """An offline run's state and summary, from every writer's directory of it; an online run
-    is only named (W&B shows it)."""
-    if backend != NAME:
-        return None
-    if entry.get("mode") != "offline":
-        return TrackerReport(
-            NAME, f"run {entry.get('id')} in project {entry.get('project')} (online: read it in W&B)"
-        )
-    base = Path(str(entry.get("dir") or ".")) / "wandb"
-    files = sorted(glob.glob(str(base / f"offline-run-*-{entry.get('id')}*" / "run-*.wandb")))
-    report = TrackerReport(NAME, f"offline run {entry.get('id')} under {base}")
-    if not files:
-        report.error = f"no offline run directory of {entry.get('id')} under {base}"
-        return report
-    report.detail = f"{len(files)} offline run director{'y' if len(files) == 1 else 'ies'} (one per writing process)"
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        folded = list(pool.map(_inspect, files))
-    report.status = ", ".join(sorted({str(f.get("state")) for f in folded}))
-    for run in folded:
-        for key, value in sorted((run.get("summary") or {}).items()):
-            if not key.startswith("_") and isinstance(value, (int, float)) and not isinstance(value, bool):
-                report.last[key] = (float(value), None)
-    return report
+#: W&B's summary types of the rich kinds, as ``show`` names them.
+_KINDS = {"table-file": "tables", "table": "tables", "histogram": "histograms", "html-file": "texts"}
 
 
-@hookimpl
-def project_options(project: str) -> dict[str, str] | None:
-    """The host's project is the W&B project, unless ``$WANDB_PROJECT`` names one."""
-    return None if os.environ.get("WANDB_PROJECT") else {"wandb_project": project}

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import tracking_core
-from tracking_core.plugin_api import settings, tracking_dir
+from tracking_core.host_api import settings, tracking_dir
 
 DEFAULT_ROLES = Path(__file__).with_name("roles.yaml")
 
@@ -98,8 +98,8 @@ def _launch(role: str, ranks: int, exchange: Path, steps: int) -> subprocess.Pop
 def where_to_look(handle: tracking_core.RunHandle) -> list[str]:
     """One line per backend: where its data is and the command that opens it, runnable as
     printed from any directory (tools outside ``PATH`` by their full path)."""
+    from tracking_core.host_api import where_to_look as tracker_lines
     from tracking_core.plugin_api import runnable
-    from tracking_core.plugin_api import where_to_look as tracker_lines
 
     lines = tracker_lines(handle)
     if {"mlflow", "tensorboard"} & set(handle.backends):
@@ -183,15 +183,21 @@ def run_demo(args: argparse.Namespace) -> int:
         "  samples and rewards: the table actor/rollout/samples (context, action, reward) and "
         "the histogram actor/rollout/reward at every rollout/step, in each tracker above"
     )
-    from tracking_core.plugin_api import system_metrics_interval
+    print(
+        "  every rank counts: actor/rollout/reward_mean and optimal_rate reduced over the actor's "
+        "ranks, actor/rollout/reward_all/p5..p95 over all their rewards; each phase's time as "
+        "<role>/perf/<phase>/max, mean, min and slowest_rank, and each role's Perfetto trace "
+        "(`show` names it)"
+    )
+    from tracking_core.host_api import system_metrics_interval
 
     interval = system_metrics_interval(args)
     if interval is not None:
-        from tracking_core.plugin_api import host_key
+        from tracking_core.host_api import host_key
 
         print(f"  this node's CPU, memory, disk, network and GPUs: system/{host_key()}/... every {interval:g} s")
     if not failed:
-        from tracking_core.plugin_api import diff_command
+        from tracking_core.host_api import diff_command
 
         print("\nActor vs critic: effective config difference")
         diff_command(str(run.handle.run_dir), ["actor", "critic"], str(out))

@@ -99,7 +99,8 @@ def main(argv: list[str] | None = None) -> int:
 
     for step in range(opts.steps):
         if opts.role == "actor":
-            batch = rollout(net, bandit, shard, gen)
+            with run.timer("rollout", step=step, step_key="rollout/step"):  # this rank's time in it
+                batch = rollout(net, bandit, shard, gen)
             shards = [None] * world
             dist.all_gather_object(shards, (dp_rank, batch))
             full = {}
@@ -107,12 +108,16 @@ def main(argv: list[str] | None = None) -> int:
                 ordered = dict(sorted(shards, key=lambda s: s[0]))  # one shard per dp rank
                 full = {k: torch.cat([b[k] for b in ordered.values()]) for k in batch}
                 _publish(opts.exchange / f"rollout-{step}.pt", full)
-            roll = global_mean(
-                {"reward_mean": float(batch["r"].mean()), "optimal_rate": float(batch["optimal"].mean())},
-                dp_group,
-            )
+            # Every rank logs its shard's values; the writer logs them reduced over the role's
+            # data-parallel ranks (off the training thread, no collective): the job's mean
+            # weighted by each shard's size, and the quantiles of every rank's rewards.
+            n = len(batch["r"])
             run.log_metrics(
-                {f"rollout/{k}": v for k, v in roll.items()},
+                {
+                    "rollout/reward_mean": tracking_core.Mean(float(batch["r"].mean()), weight=n),
+                    "rollout/optimal_rate": tracking_core.Mean(float(batch["optimal"].mean()), weight=n),
+                    "rollout/reward_all": tracking_core.Quantiles(batch["r"]),
+                },
                 step=step,
                 step_key="rollout/step",
             )
@@ -131,18 +136,19 @@ def main(argv: list[str] | None = None) -> int:
             box = [_wait_for(opts.exchange / f"values-{step}.pt", abort, opts.timeout) if rank == 0 else None]
             dist.broadcast_object_list(box, src=0)
             values = box[0][dp_rank * shard : (dp_rank + 1) * shard]
-            stats = ppo_update(
-                net,
-                optimizer,
-                batch,
-                batch["r"] - values,
-                clip=float(role_ns.eps_clip),
-                epochs=int(role_ns.ppo_epochs),
-                entropy_coef=float(role_ns.entropy_coef),
-                kl_coef=float(role_ns.kl_coef),
-                group=dp_group,
-            )
-            line = f"reward {roll['reward_mean']:+.3f} optimal {roll['optimal_rate']:.2f}"
+            with run.timer("train", step=step, step_key="train/step"):
+                stats = ppo_update(
+                    net,
+                    optimizer,
+                    batch,
+                    batch["r"] - values,
+                    clip=float(role_ns.eps_clip),
+                    epochs=int(role_ns.ppo_epochs),
+                    entropy_coef=float(role_ns.entropy_coef),
+                    kl_coef=float(role_ns.kl_coef),
+                    group=dp_group,
+                )
+            line = f"reward {float(batch['r'].mean()):+.3f} optimal {float(batch['optimal'].mean()):.2f} on its shard"
         else:
             box = [_wait_for(opts.exchange / f"rollout-{step}.pt", abort, opts.timeout) if rank == 0 else None]
             dist.broadcast_object_list(box, src=0)
@@ -152,14 +158,15 @@ def main(argv: list[str] | None = None) -> int:
             if rank == 0:
                 _publish(opts.exchange / f"values-{step}.pt", values)
             mine = slice(dp_rank * shard, (dp_rank + 1) * shard)
-            stats = value_update(
-                net,
-                optimizer,
-                full["x"][mine],
-                full["r"][mine],
-                epochs=int(role_ns.value_epochs),
-                group=dp_group,
-            )
+            with run.timer("train", step=step, step_key="train/step"):
+                stats = value_update(
+                    net,
+                    optimizer,
+                    full["x"][mine],
+                    full["r"][mine],
+                    epochs=int(role_ns.value_epochs),
+                    group=dp_group,
+                )
             stats["value_mean"] = float(values.mean())
             line = f"value_loss {stats['value_loss']:.4f}"
         stats = global_mean(stats, dp_group)
@@ -177,7 +184,9 @@ def main(argv: list[str] | None = None) -> int:
 
     summary = run.finish()
     if summary is not None:
-        print(f"[{opts.role}] tracking: {summary.describe()}", flush=True)
+        # This writer's part only: how the run ended is the driver's to say.
+        head = f"{opts.role} writer {summary.status.value.lower()}"
+        print(f"[{opts.role}] tracking: {summary.describe(head)}", flush=True)
     dist.barrier()
     dist.destroy_process_group()
     return 0

@@ -24,7 +24,7 @@ from tests.helpers.mlflow_server import MlflowServer, mlflow_server  # noqa: F40
 from tests.helpers.subprocess_python import run_python
 from tests.helpers.wandb_offline import W_VARS, offline_env
 from tracking_core import MetricRecord, RunContext, RunStatus
-from tracking_core.registry import BackendRegistrar
+from tracking_core.registry import Backend, BackendRegistrar
 
 MLFLOW_VARS = (
     "MLFLOW_TRACKING_URI",
@@ -136,9 +136,9 @@ def test_target_declared_as_string_or_callable() -> None:
     def where(run: RunContext) -> dict[str, str]:
         return {"dir": "/somewhere"}
 
-    register("plain", "tracking_jsonl.backend:JsonlBackend")
-    register("called", "tracking_jsonl.backend:JsonlBackend", target=where)
-    register("named", "tracking_jsonl.backend:JsonlBackend", target="tracking_jsonl.backend:target")
+    register(Backend("plain", "tracking_jsonl.backend:JsonlBackend"))
+    register(Backend("called", "tracking_jsonl.backend:JsonlBackend", target=where))
+    register(Backend("named", "tracking_jsonl.backend:JsonlBackend", target="tracking_jsonl.backend:target"))
     assert register.specs["plain"].resolve_target() is None
     assert register.specs["called"].resolve_target() is where
     from tracking_jsonl.backend import target

@@ -96,7 +96,7 @@ def test_target_from_options_and_trackio_variables(tmp_path: Path, monkeypatch: 
     assert (where["dir"], where["project"], where["group"]) == (str(tmp_path / "tk"), "env-proj", "g")
     ctx.options = {"trackio_project": "opt-proj", "trackio_run_name": "run-a"}
     assert (target(ctx)["project"], target(ctx)["run"]) == ("opt-proj", "run-a")
-    from tracking_core.viewers import runnable
+    from tracking_core.views import runnable
 
     assert show_command(where) == f"TRACKIO_DIR={tmp_path / 'tk'} {runnable('trackio')} show --project env-proj"
     assert project_file("my.model") == "mymodel.db"

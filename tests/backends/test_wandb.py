@@ -419,7 +419,7 @@ class FlakyRun:
 def test_a_retried_batch_logs_each_row_once(tmp_path: Path) -> None:
     from tracking_wandb.backend import WandbBackend
 
-    from tracking_core.plugin_api import SharedRun
+    from tracking_core.shared_run import SharedRun
 
     backend = WandbBackend(context(tmp_path, {"wandb_mode": "offline"}))
     flaky = FlakyRun()

@@ -139,7 +139,7 @@ def test_a_usage_error_is_the_usage_on_one_line_the_error_and_where_help_is(argv
 def test_run_sh_names_an_unknown_command(tmp_path: Path) -> None:
     done = subprocess.run(["bash", str(ROOT / "run.sh"), "dmeo"], capture_output=True, text=True, cwd=tmp_path, timeout=60, check=False)
     assert done.returncode == 2 and done.stdout == ""
-    assert done.stderr.splitlines()[0] == "./run.sh: unknown command 'dmeo' (the commands: demo, ui, test)"
+    assert done.stderr.splitlines()[0] == "./run.sh: unknown command 'dmeo' (the commands: demo, ui, test, test-fast)"
     assert done.stderr.splitlines()[1].startswith("usage: ./run.sh demo")
     bare = subprocess.run(["bash", str(ROOT / "run.sh")], capture_output=True, text=True, cwd=tmp_path, timeout=60, check=False)
     assert bare.returncode == 2 and bare.stderr.startswith("usage: ./run.sh demo") and "unknown" not in bare.stderr
@@ -190,7 +190,8 @@ def test_a_third_party_plugins_extra_is_its_own_distributions(tmp_path: Path) ->
 
             @tracking_core.hookimpl
             def register_backends(register):
-                register("acme", "tracking_acme:Backend", requires=["acme_sdk"], extra="sdk")
+                from tracking_core.plugin_api import Backend
+                register(Backend("acme", "tracking_acme:Backend", requires=["acme_sdk"], extra="sdk"))
             """
         )
     )

@@ -111,7 +111,8 @@ def test_readme_plugin_section_is_the_template() -> None:
 class _NeedsSdk:
     @hookimpl
     def register_backends(self, register) -> None:  # type: ignore[no-untyped-def]
-        register("needs-sdk", "builtins:object", requires=["no_such_sdk_for_tests"], extra="acme")
+        from tracking_core.plugin_api import Backend
+        register(Backend("needs-sdk", "builtins:object", requires=["no_such_sdk_for_tests"], extra="acme"))
 
 
 def test_plugins_shows_a_backends_missing_requirements(capsys: pytest.CaptureFixture[str]) -> None:

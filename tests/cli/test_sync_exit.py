@@ -119,3 +119,23 @@ def test_sync_on_the_node_with_its_own_settings_delivers_its_leftovers_once(
     assert mlrun.info.status == "FINISHED"
     handle = json.loads((node1.tracking_dir / "runs" / run_id / "handle.json").read_text())
     assert handle["host"] == "node1" and handle["tracking_dir"] == str(node1.tracking_dir)
+
+
+@pytest.mark.parametrize("value", ["inf", "1e308", "nan", "-1", "0", "abc", "604801"])
+def test_a_timeout_sync_cannot_keep_is_one_line_and_exit_2(tmp_path: Path, value: str) -> None:
+    """``--timeout`` takes a number of seconds sync can wait: more than 0, at most a week. Anything
+    else (infinite, too large to wait for, not a number, never enough) is said on one line that
+    names the option, the value and what it takes, before anything is touched."""
+    (tmp_path / "td" / "runs").mkdir(parents=True)
+    done = _sync(tmp_path, f"--timeout={value}", str(tmp_path / "td"))
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert done.stdout == "" and len(done.stderr.splitlines()) == 1, (done.stdout, done.stderr)
+    assert f"--timeout {value}" in done.stderr and "604800" in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("value", ["0.5", "300", "604800"])
+def test_a_timeout_sync_can_keep_is_taken(tmp_path: Path, value: str) -> None:
+    (tmp_path / "td" / "runs").mkdir(parents=True)
+    done = _sync(tmp_path, "--timeout", value, str(tmp_path / "td"))
+    assert done.returncode == 0, (done.stdout, done.stderr)
+    assert "nothing left to deliver" in done.stdout and done.stderr == ""

@@ -106,9 +106,9 @@ def test_ui_starts_the_template_trackers_viewer_and_stops_it(site: Path, tmp_pat
     )  # fmt: skip
     try:
         assert proc.stdout is not None
-        lines = [proc.stdout.readline() for _ in range(3)]
+        lines = [proc.stdout.readline() for _ in range(4)]
         assert lines[1].startswith(f"acme: http://127.0.0.1:{port}/  (the acme files in "), lines
-        assert lines[2] == "Ctrl-C stops them.\n", lines
+        assert lines[2].startswith("the viewers' logs: ") and lines[3] == "Ctrl-C stops them.\n", lines
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10) as response:
             listing = response.read().decode()
         assert "primary-" in listing and ".jsonl" in listing, listing  # the run's own files

@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 import tracking_core
-from tracking_core.plugin_api import HostParser, hookimpl, tracking_option_dests
+from tracking_core.options import tracking_option_dests
+from tracking_core.plugin_api import HostParser, hookimpl
 from tracking_core.plugins import get_plugin_manager, reset_plugin_manager
 
 

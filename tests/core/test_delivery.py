@@ -66,7 +66,8 @@ FLAKY = """
 
     @tracking_core.hookimpl
     def register_backends(register):
-        register("failing", Failing)
+        from tracking_core.plugin_api import Backend
+        register(Backend("failing", Failing))
 """
 
 
@@ -89,7 +90,7 @@ def test_a_failing_backend_never_reaches_the_caller_or_the_others(site: Path, tm
     assert "failing: 0 of 200 values delivered, 200 NOT delivered, close NOT acknowledged, failures: log_metrics: ConnectionError x" in described
     # reported once, then counted: the incomplete run's end names the cause with its count
     assert out.stderr.count("tracker unreachable") == 2
-    assert out.stderr.count("failed in log_metrics (ConnectionError: tracker unreachable)") == 1
+    assert out.stderr.count("failed in log_metrics: ConnectionError: tracker unreachable;") == 1
     assert "failing failed: ConnectionError: tracker unreachable (reported 1x: log_metrics)" in out.stderr
     primary = (tmp_path / "jsonl" / run_id / "primary.jsonl").read_text()
     assert primary.count('"type": "metric"') == 200

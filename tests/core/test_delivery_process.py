@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 from collections import Counter
 from pathlib import Path
 
@@ -20,10 +21,16 @@ from tests.helpers.subprocess_python import run_python
 from tests.helpers.tb_events import read_run
 
 # A backend installed as a real distribution (so a new interpreter finds it), recording where
-# each call ran into the file $PROBE_OUT. With $PROBE_FAIL_ONCE its first log_metrics raises.
+# each call ran into the file $PROBE_OUT. With $PROBE_FAIL_ONCE its first log_metrics raises;
+# while the file $PROBE_HOLD exists, its first log_metrics removes it, says so and sleeps (with
+# $PROBE_FATAL, a thread of its own meanwhile ends the process with a fatal error).
 PROBE = """
-    import json, os
+    import ctypes, json, os, threading, time
     import tracking_core
+
+    def _fatal():
+        time.sleep(0.5)
+        ctypes.pythonapi.Py_FatalError(b"probe: a fatal error outside any call")
 
     def _write(obj):
         with open(os.environ["PROBE_OUT"], "a") as fh:
@@ -44,6 +51,13 @@ PROBE = """
 
         @tracking_core.hookimpl
         def log_metrics(self, records):
+            hold = os.environ.get("PROBE_HOLD")
+            if hold and os.path.exists(hold):
+                os.remove(hold)
+                _write({"holding": os.getpid(), "thread": threading.get_ident()})
+                if os.environ.get("PROBE_FATAL"):
+                    threading.Thread(target=_fatal, daemon=True).start()
+                time.sleep(60)
             if os.environ.get("PROBE_FAIL_ONCE") and not self.failed:
                 self.failed = True
                 raise ConnectionResetError("probe tracker hiccup")
@@ -56,14 +70,16 @@ PROBE = """
 
     @tracking_core.hookimpl
     def register_backends(register):
-        register("probe", Probe)
+        from tracking_core.plugin_api import Backend
+        register(Backend("probe", Probe))
 """
 
 
 @pytest.fixture
 def probe(site: Path, tmp_path: Path) -> dict[str, str]:
     make_dist(site, "probe-tracking", {"probe": "probe_plugin"}, {"probe_plugin": PROBE})
-    return {"PROBE_OUT": str(tmp_path / "probe.jsonl"), "PYTHONPATH": str(site)}
+    path = os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH")) if p)
+    return {"PROBE_OUT": str(tmp_path / "probe.jsonl"), "PYTHONPATH": path}
 
 
 def _calls(env: dict[str, str]) -> list[dict]:
@@ -126,7 +142,8 @@ def test_thread_delivery_on_request_and_clear_errors(probe: dict[str, str], tmp_
         class Registers:
             @tracking_core.hookimpl
             def register_backends(self, register):
-                register("inline", Inline)
+                from tracking_core.plugin_api import Backend
+                register(Backend("inline", Inline))
 
         tracking_core.get_plugin_manager().register(Registers(), "inline-plugin")
         try:
@@ -184,8 +201,8 @@ def test_warnings_of_the_delivery_process_go_through_the_training_process_loggin
         env={**probe, "PROBE_FAIL_ONCE": "1"},
     )
     assert (
-        "TRAINING-LOG tracking_core.delivery: backend 'probe' failed in log_metrics "
-        "(ConnectionResetError: probe tracker hiccup)" in out.stderr
+        "TRAINING-LOG tracking_core.delivery: backend 'probe' failed in log_metrics"
+        ": ConnectionResetError: probe tracker hiccup;" in out.stderr
     )
     assert out.stdout.strip() == "{'log_metrics: ConnectionResetError': 1}"
     assert _metric_counts(_calls(probe)) == Counter({("x", s): 1 for s in range(20)})
@@ -216,7 +233,8 @@ KILL_HELPERS = """
 @pytest.mark.slow
 def test_a_killed_delivery_process_is_started_again_and_resumes(probe: dict[str, str], tmp_path: Path) -> None:
     out = run_python(KILL_HELPERS.format(tracking_dir=str(tmp_path), kills=2), env=probe)
-    assert out.stderr.count("delivery process ended unexpectedly") == 2
+    assert out.stderr.count("delivery process for the driver (primary-p") == 2, out.stderr
+    assert out.stderr.count("ended unexpectedly (SIGKILL); starting it again") == 2, out.stderr
     assert "starting it again (2 of 3): it resumes from the journal" in out.stderr
     assert out.stdout.startswith("run FINISHED; probe: 400 of 400 values delivered") and "sync" not in out.stdout
     calls = _calls(probe)
@@ -228,7 +246,7 @@ def test_a_killed_delivery_process_is_started_again_and_resumes(probe: dict[str,
 @pytest.mark.slow
 def test_a_delivery_process_that_keeps_dying_leaves_the_rest_to_sync(probe: dict[str, str], tmp_path: Path) -> None:
     out = run_python(KILL_HELPERS.format(tracking_dir=str(tmp_path), kills=4), env=probe)
-    assert "ended unexpectedly (exit code -9) after 3 restarts" in out.stderr
+    assert "ended unexpectedly (SIGKILL) after 3 restarts" in out.stderr
     assert re.search(r"run `\S*tracking-core sync \S+`", out.stdout)  # the command, runnable as printed
     before = _metric_counts(_calls(probe))
     assert set(range(351)) <= {step for _, step in before} and len(before) < 400
@@ -275,3 +293,87 @@ def test_sigterm_to_the_process_group_does_not_cut_delivery_short(
     assert steps == list(range(len(steps))) and len(steps) > 300  # all of it, no gap
     assert [c["close"] for c in calls if "close" in c] == ["KILLED"]
     assert not (tmp_path / "journal").exists()  # complete: removed
+
+
+def test_whether_training_is_gone_is_asked_from_two_threads_at_once() -> None:
+    """A finish's answer asks while the main loop asks (they share one pidfd poll): neither
+    may raise. The answer to a finish raised ``RuntimeError: concurrent poll() invocation`` in
+    the main thread, which then ended the process with SIGABRT at its shutdown."""
+    from tracking_core.delivery.process import Training
+
+    pidfd = os.pidfd_open(os.getpid())
+    training = Training({"pid": os.getpid(), "pidfd": pidfd})
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def ask() -> None:
+        try:
+            while not stop.is_set():
+                assert training.gone() is False  # this process is alive
+        except BaseException as exc:  # noqa: BLE001 - what the test looks for
+            errors.append(exc)
+            stop.set()
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads take turns as often as they can
+    threads = [threading.Thread(target=ask) for _ in range(4)]
+    try:
+        for thread in threads:
+            thread.start()
+        stop.wait(1.0)  # before the fix: fails within milliseconds
+        stop.set()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+        os.close(pidfd)
+    assert not errors, errors[0]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("crash", ["signal", "fatal error"])
+def test_a_crash_outside_any_tracker_call_names_the_process_and_blames_no_tracker(
+    probe: dict[str, str], tmp_path: Path, crash: str
+) -> None:
+    """The delivery process dies of SIGABRT while the tracker is in a call on its own thread,
+    but on another thread: a SIGABRT sent to it (its main thread takes it; faulthandler reports
+    it), or the interpreter's own fatal error (it disables faulthandler and writes its report to
+    the process's log: how the race of the main loop and a finish's answer ended it). The
+    warning names the process (role, rank, label), the signal and where it was, charges no
+    tracker, and the restarted process delivers everything."""
+    hold = tmp_path / "hold"
+    hold.touch()
+    out = run_python(
+        f"""
+        import json, os, signal, time, tracking_core
+        run = tracking_core.start_run(backends=["probe"], tracking_dir={str(tmp_path)!r})
+        actor = tracking_core.attach(role="actor", writer=True, collect=False)
+        for step in range(50):
+            actor.log_metrics({{"x": float(step)}}, step=step)
+        deadline = time.monotonic() + 60
+        holding = None
+        while holding is None and time.monotonic() < deadline:
+            if os.path.exists(os.environ["PROBE_OUT"]):
+                for line in open(os.environ["PROBE_OUT"]):
+                    holding = json.loads(line).get("holding") or holding
+            time.sleep(0.05)
+        if {crash!r} == "signal":
+            os.kill(holding, signal.SIGABRT)
+        for step in range(50, 100):
+            actor.log_metrics({{"x": float(step)}}, step=step)
+        print(actor.finish(timeout=30).describe())
+        print(actor.label)
+        run.finish()
+        """,
+        env={**probe, "PROBE_HOLD": str(hold), "PROBE_FATAL": "1" if crash == "fatal error" else ""},
+    )
+    described, label = out.stdout.splitlines()[:2]
+    ended = [line for line in out.stderr.splitlines() if "delivery process" in line and "ended" in line]
+    assert len(ended) == 1, out.stderr
+    assert f"for actor rank 0 ({label})" in ended[0], ended[0]
+    assert "(SIGABRT, outside any tracker call: " in ended[0] and "no tracker is blamed" in ended[0], ended[0]
+    if crash == "fatal error":
+        assert "Fatal Python error: probe: a fatal error outside any call" in ended[0], ended[0]
+    assert "tracker 'probe'" not in ended[0] and "for tracker" not in ended[0], ended[0]
+    assert described.startswith("run FINISHED; probe: 100 of 100 values delivered"), described
+    assert _metric_counts(_calls(probe)) >= Counter({("actor/x", s): 1 for s in range(100)})

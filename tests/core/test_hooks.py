@@ -76,7 +76,8 @@ class Recorder:
 class RecorderPlugin:
     @tracking_core.hookimpl
     def register_backends(self, register: Any) -> None:
-        register("recorder", Recorder, description="in-memory test backend")
+        from tracking_core.plugin_api import Backend
+        register(Backend("recorder", Recorder, description="in-memory test backend"))
 
 
 @pytest.fixture
@@ -107,7 +108,8 @@ def test_missing_library_names_the_extra(recorder: type[Recorder]) -> None:
     class NeedsLib:
         @tracking_core.hookimpl
         def register_backends(self, register: Any) -> None:
-            register("needy", Recorder, requires=["no_such_module_xyz"], extra="needy")
+            from tracking_core.plugin_api import Backend
+            register(Backend("needy", Recorder, requires=["no_such_module_xyz"], extra="needy"))
 
     manager = get_plugin_manager()
     manager.register(NeedsLib(), "needs-lib")

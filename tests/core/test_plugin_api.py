@@ -1,17 +1,16 @@
-"""The plugin API is one module: what plugins and host adapters may import from tracking-core.
+"""The plugin API and the host API: what plugins and host adapters may import from tracking-core.
 
-The rule (docs/hooks.md, "The plugin API"): the built-in plugins (``plugins/``), the host
-adapters (``slime_integration/``, ``verl_integration/``) and the plugin template
-(``examples/plugin-template/``) import
+The rule (docs/hooks.md, "The plugin API"): the built-in plugins (``plugins/``) and the plugin
+template (``examples/plugin-template/``) import ``tracking_core.plugin_api`` (any name of its
+``__all__``) and the optional helper modules (:data:`HELPERS`); the host adapters
+(``slime_integration/``, ``verl_integration/``) import ``tracking_core.plugin_api`` and
+``tracking_core.host_api``. Both may import from ``tracking_core`` itself the user-facing API:
+the names of ``tracking_core.__all__`` that the plugin API does not offer (``start_run``,
+``attach``, ``Run``, ``NullRun``, ``get_plugin_manager``, ...); ``tracking_core.NAME`` after
+``import tracking_core`` may name anything in ``tracking_core.__all__``.
 
-- from ``tracking_core.plugin_api`` (any name of its ``__all__``), and
-- from ``tracking_core`` itself only the user-facing API: the names of ``tracking_core.__all__``
-  that ``plugin_api`` does not offer (``start_run``, ``attach``, ``Run``, ``NullRun``,
-  ``get_plugin_manager``, ``add_tracking_options``, ...); ``tracking_core.NAME`` after
-  ``import tracking_core`` may name anything in ``tracking_core.__all__``.
-
-Nothing else: no ``tracking_core.<module>`` other than ``plugin_api``. The walk reads every
-``.py`` file with :mod:`ast` (imports inside functions count) and names each offence file:line.
+Nothing else. The walk reads every ``.py`` file with :mod:`ast` (imports inside functions count)
+and names each offence file:line.
 """
 
 from __future__ import annotations
@@ -23,19 +22,30 @@ from pathlib import Path
 import pytest
 
 import tracking_core
-from tracking_core import plugin_api
+from tracking_core import host_api, plugin_api
 
 ROOT = Path(__file__).resolve().parents[2]
-WALKED = ("plugins", "slime_integration", "verl_integration", "examples/plugin-template")
+PLUGINS = ("plugins", "examples/plugin-template")
+ADAPTERS = ("slime_integration", "verl_integration")
 API = "tracking_core.plugin_api"
+#: The optional helpers a tracker plugin may import from their own modules: not the contract.
+HELPERS = frozenset(
+    f"tracking_core.{m}" for m in ("config", "config.diff", "rows", "shared_run", "names", "files", "options")
+)
+#: What each audience may import, module -> the names it offers (None: any).
+ALLOWED = {
+    "plugins": {API: frozenset(plugin_api.__all__)} | dict.fromkeys(HELPERS),
+    "adapters": {API: frozenset(plugin_api.__all__), "tracking_core.host_api": frozenset(host_api.__all__)},
+}
 PUBLIC = frozenset(tracking_core.__all__)
-OFFERED = frozenset(plugin_api.__all__)
 #: What ``from tracking_core import NAME`` may name: the user-facing API, not what plugin_api offers.
-USER_API = PUBLIC - OFFERED | {"plugin_api"}
+USER_API = PUBLIC - frozenset(plugin_api.__all__) | {"plugin_api", "host_api"}
 
 
-def offences(path: Path, root: Path = ROOT) -> Iterator[str]:
+def offences(path: Path, root: Path = ROOT, audience: str = "plugins") -> Iterator[str]:
     """``file:line: what`` for each import of tracking-core in ``path`` that breaks the rule."""
+    allowed = ALLOWED[audience]
+    use = " or ".join(m for m in allowed if m not in HELPERS)
     where = path.relative_to(root)
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     aliases = set()  # local names bound to the tracking_core package itself
@@ -44,8 +54,8 @@ def offences(path: Path, root: Path = ROOT) -> Iterator[str]:
             for alias in node.names:
                 if alias.name == "tracking_core":
                     aliases.add(alias.asname or alias.name)
-                elif alias.name.startswith("tracking_core.") and alias.name != API:
-                    yield f"{where}:{node.lineno}: import {alias.name} (use {API})"
+                elif alias.name.startswith("tracking_core.") and alias.name not in allowed:
+                    yield f"{where}:{node.lineno}: import {alias.name} (use {use})"
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             names = [alias.name for alias in node.names]
             if node.module == "tracking_core":
@@ -53,33 +63,41 @@ def offences(path: Path, root: Path = ROOT) -> Iterator[str]:
                 if bad:
                     yield (
                         f"{where}:{node.lineno}: from tracking_core import {', '.join(bad)} "
-                        f"(import {'them' if len(bad) > 1 else 'it'} from {API})"
+                        f"(import {'them' if len(bad) > 1 else 'it'} from {use})"
                     )
-            elif node.module == API:
-                bad = [name for name in names if name not in OFFERED]
+            elif node.module in allowed:
+                offered = allowed[node.module]
+                bad = [name for name in names if offered is not None and name not in offered]
                 if bad:
-                    yield f"{where}:{node.lineno}: {API} has no {', '.join(bad)}"
+                    yield f"{where}:{node.lineno}: {node.module} has no {', '.join(bad)}"
             elif node.module.startswith("tracking_core."):
-                yield f"{where}:{node.lineno}: from {node.module} import {', '.join(names)} (use {API})"
+                yield f"{where}:{node.lineno}: from {node.module} import {', '.join(names)} (use {use})"
     for node in ast.walk(tree):
         if (
             isinstance(node, ast.Attribute)
             and isinstance(node.value, ast.Name)
             and node.value.id in aliases
-            and node.attr not in PUBLIC | {"plugin_api"}
+            and node.attr not in PUBLIC | {"plugin_api", "host_api"}
         ):
-            yield f"{where}:{node.lineno}: {node.value.id}.{node.attr} is not public (use {API})"
+            yield f"{where}:{node.lineno}: {node.value.id}.{node.attr} is not public (use {use})"
 
 
-def walked_files(root: Path = ROOT) -> list[Path]:
-    return sorted(path for folder in WALKED for path in (root / folder).rglob("*.py"))
+def walked_files(folders: tuple[str, ...], root: Path = ROOT) -> list[Path]:
+    return sorted(path for folder in folders for path in (root / folder).rglob("*.py"))
 
 
-def test_plugins_and_adapters_import_only_the_plugin_api() -> None:
-    files = walked_files()
-    assert len(files) > 40, files  # the walk found the plugins, both adapters and the template
+def test_plugins_import_only_the_plugin_api_and_helpers() -> None:
+    files = walked_files(PLUGINS)
+    assert len(files) > 30, files  # the walk found the plugins and the template
     found = [line for path in files for line in offences(path)]
     assert not found, "imports outside the plugin API:\n" + "\n".join(found)
+
+
+def test_adapters_import_only_the_plugin_and_host_apis() -> None:
+    files = walked_files(ADAPTERS)
+    assert len(files) > 10, files  # the walk found both adapters
+    found = [line for path in files for line in offences(path, audience="adapters")]
+    assert not found, "imports outside the plugin and host APIs:\n" + "\n".join(found)
 
 
 def test_the_walk_names_each_kind_of_offence(tmp_path: Path) -> None:
@@ -89,12 +107,12 @@ def test_the_walk_names_each_kind_of_offence(tmp_path: Path) -> None:
     bad.write_text(
         "import tracking_core\n"
         "import tracking_core.registry\n"
-        "from tracking_core.config import artifact_path\n"
+        "from tracking_core.plugins import get_plugin_manager\n"
         "from tracking_core import hookimpl, start_run\n"
         "from tracking_core import options as opts\n"
         "from tracking_core.plugin_api import no_such_helper\n"
         "def f():\n"
-        "    from tracking_core.viewers import runnable\n"
+        "    from tracking_core.host_api import HostRun\n"
         "    return tracking_core.settings, tracking_core.attach\n"
     )
     found = list(offences(bad, tmp_path))
@@ -106,36 +124,48 @@ def test_the_walk_names_each_kind_of_offence(tmp_path: Path) -> None:
         "import tracking_core\n"
         "from tracking_core import attach, start_run\n"
         "from tracking_core.plugin_api import Backend, hookimpl\n"
+        "from tracking_core.rows import metric_rows\n"
         "run = tracking_core.start_run\n"
     )
     assert list(offences(good, tmp_path)) == []
+    adapter = tmp_path / "slime_integration" / "tracking.py"
+    adapter.parent.mkdir()
+    adapter.write_text("from tracking_core.host_api import HostRun, no_such\nfrom tracking_core.rows import metric_rows\n")
+    assert [line.split(": ", 1)[1] for line in offences(adapter, tmp_path, "adapters")] == [
+        "tracking_core.host_api has no no_such",
+        "from tracking_core.rows import metric_rows (use tracking_core.plugin_api or tracking_core.host_api)",
+    ]
 
 
-def test_every_name_of_the_plugin_api_is_there() -> None:
-    """``__all__`` is explicit, and every name in it resolves (the lazy ones included)."""
-    assert len(OFFERED) == len(plugin_api.__all__)
-    for name in plugin_api.__all__:
-        assert getattr(plugin_api, name) is not None, name
+def test_the_plugin_api_is_sized_for_a_tracker() -> None:
+    """``__all__`` is explicit, at most 25 names, and every name in it resolves; so does the
+    host API's (its lazy names included)."""
+    assert len(plugin_api.__all__) <= 25, plugin_api.__all__
+    for module in (plugin_api, host_api):
+        assert len(set(module.__all__)) == len(module.__all__)
+        for name in module.__all__:
+            assert getattr(module, name) is not None, name
     with pytest.raises(AttributeError, match="no attribute 'nothing_here'"):
-        getattr(plugin_api, "nothing_here")  # noqa: B009
+        getattr(host_api, "nothing_here")  # noqa: B009
 
 
-def test_plugin_api_names_are_the_objects_the_core_uses() -> None:
+def test_api_names_are_the_objects_the_core_uses() -> None:
     """Re-exports, not copies: a plugin's MetricRecord is the core's MetricRecord."""
-    from tracking_core.config import artifact_path
+    from tracking_core.config import to_plain
     from tracking_core.records import MetricRecord
     from tracking_core.registry import BackendRegistrar
 
     assert plugin_api.MetricRecord is MetricRecord
     assert plugin_api.BackendRegistrar is BackendRegistrar
-    assert plugin_api.artifact_path is artifact_path
+    assert host_api.to_plain is to_plain
     assert plugin_api.hookimpl is tracking_core.hookimpl
 
 
-def test_docs_list_every_name_of_the_plugin_api() -> None:
+def test_docs_list_every_name_of_both_apis() -> None:
     doc = (ROOT / "docs" / "hooks.md").read_text(encoding="utf-8")
     section = doc.split("\n## The plugin API: `tracking_core.plugin_api`\n", 1)[1].split("\n## ", 1)[0]
-    missing = [name for name in plugin_api.__all__ if f"`{name}`" not in section]
+    missing = [name for name in [*plugin_api.__all__, *host_api.__all__] if f"`{name}`" not in section]
     assert not missing, f"docs/hooks.md's plugin API section lacks {missing}"
-    # the module docstring is the same map
-    assert not [name for name in plugin_api.__all__ if name not in (plugin_api.__doc__ or "")]
+    # each module docstring is the same map
+    for module in (plugin_api, host_api):
+        assert not [name for name in module.__all__ if name not in (module.__doc__ or "")]

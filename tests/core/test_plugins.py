@@ -46,7 +46,8 @@ ACME = """
 
     @tracking_core.hookimpl
     def register_backends(register):
-        register("acme", AcmeBackend, description="test backend")
+        from tracking_core.plugin_api import Backend
+        register(Backend("acme", AcmeBackend, description="test backend"))
 
     @tracking_core.hookimpl
     def collect_config(role):

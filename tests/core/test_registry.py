@@ -1,9 +1,7 @@
-"""Registration as data: ``register(Backend(...))``, and the loose keyword form it replaces.
+"""Registration as data: ``register(Backend(...))``.
 
-The loose ``register(name, factory, requires=..., max_batch=..., ...)`` keeps working for one
-release: it registers the same backend, with a DeprecationWarning that names the plugin and spells
-the ``Backend(...)`` to write instead. Bad registrations are refused with a message that says what
-to write, and a plugin whose registration fails is reported by name while the others load.
+Bad registrations are refused with a message that says what to write, and a plugin whose
+registration fails is reported by name while the others load.
 """
 
 from __future__ import annotations
@@ -15,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tracking_core.plugin_api import Backend, BackendRegistrar, Delivery, RunContext, hookimpl
+from tracking_core.plugin_api import Backend, BackendRegistrar, RunContext, hookimpl
 from tracking_core.plugins import get_plugin_manager, reset_plugin_manager
 
 
@@ -38,7 +36,8 @@ def test_new_form_is_kept_whole() -> None:
                 requires=["json"],
                 extra="acme",
                 description="an acme backend",
-                delivery=Delivery(max_batch=900, batch_interval=2.0),
+                max_batch=900,
+                batch_interval=2.0,
                 target=where,
                 terminal=True,
             )
@@ -53,54 +52,11 @@ def test_new_form_is_kept_whole() -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         spec.name = "other"  # type: ignore[misc]
     # every field the plugin gave is carried: a field added to Backend later needs no copy code
-    given = Backend("acme", "m:f", delivery=Delivery(max_batch=5))
+    given = Backend("acme", "m:f", max_batch=5)
     kept = _registered(lambda r: r(given)).specs["acme"]
-    assert {f.name: getattr(kept, f.name) for f in dataclasses.fields(Backend)} == dataclasses.asdict(given) | {
-        "delivery": given.delivery
+    assert {f.name: getattr(kept, f.name) for f in dataclasses.fields(Backend)} == {
+        f.name: getattr(given, f.name) for f in dataclasses.fields(Backend)
     }
-
-
-def test_old_form_warns_and_registers_the_same_backend() -> None:
-    new = _registered(
-        lambda r: r(
-            Backend(
-                "acme",
-                "tracking_jsonl.backend:JsonlBackend",
-                requires=("json",),
-                extra="acme",
-                delivery=Delivery(max_batch=900, batch_interval=2.0),
-                target="tracking_jsonl.backend:target",
-            )
-        )
-    ).specs["acme"]
-    with pytest.warns(DeprecationWarning) as caught:
-        old = _registered(
-            lambda r: r(
-                "acme",
-                "tracking_jsonl.backend:JsonlBackend",
-                requires=["json"],
-                extra="acme",
-                max_batch=900,
-                batch_interval=2.0,
-                target="tracking_jsonl.backend:target",
-            )
-        ).specs["acme"]
-    assert old == new
-    (warning,) = caught
-    message = str(warning.message)
-    assert "plugin 'acme-plugin'" in message and "deprecated" in message
-    # what to write instead, spelled out with this backend's own values
-    assert (
-        "register(Backend('acme', 'tracking_jsonl.backend:JsonlBackend', requires=('json',), "
-        "extra='acme', delivery=Delivery(max_batch=900, batch_interval=2.0), "
-        "target='tracking_jsonl.backend:target'))"
-    ) in message
-    assert "from tracking_core.plugin_api import Backend, Delivery" in message
-    assert warning.filename == __file__  # points at the plugin's register(...) line
-    # the shortest old call too
-    with pytest.warns(DeprecationWarning, match=r"register\(Backend\('plain', 'm:f'\)\)"):
-        plain = _registered(lambda r: r("plain", "m:f")).specs["plain"]
-    assert plain == dataclasses.replace(plain, requires=(), delivery=Delivery(), target=None)
 
 
 @pytest.mark.parametrize(
@@ -113,16 +69,12 @@ def test_old_form_warns_and_registers_the_same_backend() -> None:
         (lambda r: r(Backend("a", 42)), TypeError, "factory must be a callable"),
         (lambda r: r(Backend("a", "m:f", requires="mlflow")), TypeError, r"write requires=\('mlflow',\)"),
         (lambda r: r(Backend("a", "m:f", requires=[1])), TypeError, "import names"),
-        (lambda r: r(Backend("a", "m:f", delivery={"max_batch": 3})), TypeError, "Delivery"),
         (lambda r: r(Backend("a", "m:f", target="nowhere")), TypeError, "target must be"),
-        (lambda r: Delivery(max_batch=0), ValueError, "1 or more"),
-        (lambda r: Delivery(max_batch=2.5), ValueError, "whole number"),
-        (lambda r: Delivery(batch_interval=-1), ValueError, "0 or more"),
-        (lambda r: r(Backend("a", "m:f"), "m:f"), TypeError, "takes the Backend alone; give factory"),
-        (lambda r: r(Backend("a", "m:f"), extra="x"), TypeError, "give extra as fields"),
-        (lambda r: r("a", "m:f", max_bach=3), TypeError, "unexpected keyword.*max_bach"),
-        (lambda r: r("a"), TypeError, r"needs a factory: register\(Backend\('a', factory\)\)"),
-        (lambda r: r("a,b", "m:f"), ValueError, "plugin 'acme-plugin' registered an invalid backend"),
+        (lambda r: r(Backend("a", "m:f", views=object())), TypeError, "views must be"),
+        (lambda r: Backend("a", "m:f", max_batch=0), ValueError, "1 or more"),
+        (lambda r: Backend("a", "m:f", max_batch=2.5), ValueError, "whole number"),
+        (lambda r: Backend("a", "m:f", batch_interval=-1), ValueError, "0 or more"),
+        (lambda r: r("a"), TypeError, r"takes a Backend\(name, factory, ...\)"),
     ],
 )
 def test_bad_registrations_say_what_to_write(call: Any, error: type[Exception], says: str) -> None:
@@ -164,30 +116,25 @@ def test_a_bad_registration_leaves_out_that_plugin_alone(
     assert "invalid backend name" in manager.plugins["bad-plugin"].error
 
 
-def test_built_in_plugins_register_without_the_deprecated_form(manager: Any) -> None:
-    import warnings
-
-    manager._backends = None
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", DeprecationWarning)
-        backends = manager.backends
+def test_built_in_plugins_register_their_backends(manager: Any) -> None:
+    backends = manager.backends
     assert {"jsonl", "mlflow", "console"} <= set(backends)
     assert (backends["mlflow"].max_batch, backends["mlflow"].batch_interval) == (900, 2.0)
     assert backends["console"].terminal
 
 
 def test_docs_show_the_registration_signatures() -> None:
-    """docs/hooks.md's `register(...)` section shows Backend's and Delivery's exact fields."""
+    """docs/hooks.md's `register(...)` section shows Backend's exact fields."""
     import inspect
     from pathlib import Path
 
     doc = (Path(__file__).resolve().parents[2] / "docs" / "hooks.md").read_text(encoding="utf-8")
     section = doc.split("## `register(...)`, the callback of `register_backends`\n", 1)[1]
     block = section.split("```text\n", 1)[1].split("```", 1)[0].splitlines()
-    for cls in (Backend, Delivery):
-        params = ", ".join(
-            f"{p.name}: {p.annotation}" + ("" if p.default is p.empty else f" = {p.default!r}")
-            for p in inspect.signature(cls).parameters.values()
-        )
-        assert f"{cls.__name__}({params})" in block, f"docs/hooks.md shows another {cls.__name__}"
+    params = ", ".join(
+        f"{p.name}: {p.annotation}" + ("" if p.default is p.empty else " = " + (
+            "Views()" if p.name == "views" else repr(p.default)))
+        for p in inspect.signature(Backend).parameters.values()
+    )
+    assert f"Backend({params})" in block, "docs/hooks.md shows another Backend"
     assert "register(backend: Backend) -> None" in block

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tracking_core.plugin_api import RunContext, RunHandle, SharedRuns, saved_role_sections
+from tracking_core.plugin_api import RunContext, RunHandle
+from tracking_core.shared_run import SharedRuns, saved_role_sections
 
 
 def test_a_shared_run_ends_with_its_last_user_and_the_primarys_status() -> None:

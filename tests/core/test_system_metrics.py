@@ -199,6 +199,44 @@ def test_a_setting_that_is_neither_is_off_with_a_warning(text: str, caplog: pyte
     assert "TRACKING_CORE_SYSTEM_METRICS" in caplog.text and "system metrics are off" in caplog.text
 
 
+#: A process that starts the run and attaches a role (each asks for the interval), logs, finishes.
+TWO_CALLS = """
+import json, logging, sys
+logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+import tracking_core
+from tracking_core import system_metrics
+
+run = tracking_core.start_run(backends="jsonl", name="interval")
+critic = tracking_core.attach(role="critic", writer=True, collect=False)
+sampler = system_metrics.sampler_for(run.handle.run_id)
+for step in range(3):
+    critic.log_metrics({"loss": 1.0 / (step + 1)}, step=step)
+critic.finish(timeout=20)
+summary = run.finish(timeout=20)
+print("DONE", json.dumps({"interval": sampler.interval if sampler else None, "summary": summary.describe()}), flush=True)
+"""
+
+
+@pytest.mark.parametrize(
+    ("text", "interval"), [("1e10", settings.MAX_SYSTEM_INTERVAL), ("86401", settings.MAX_SYSTEM_INTERVAL), ("inf", None), ("nan", None), ("-5", None)]
+)
+def test_an_interval_past_the_most_is_clamped_and_a_hostile_one_is_off_with_one_warning(
+    tmp_path: Path, text: str, interval: float | None
+) -> None:
+    """An interval too long to wait for (``1e10`` s overflowed the thread waits of the sampler's
+    writer) samples at the stated most, a day; infinite, NaN or negative ones are off. Either is
+    one warning in a process that starts a run and attaches a role, and the run goes on."""
+    proc = start_python(TWO_CALLS, env=_env(tmp_path, TRACKING_CORE_SYSTEM_METRICS=text), drop=DROP)
+    result = finish_python(proc, timeout=120)
+    done = json.loads(next(line for line in result.stdout.splitlines() if line.startswith("DONE "))[5:])
+    assert done["interval"] == interval, (done, result.stderr[-3000:])
+    assert done["summary"].startswith("run FINISHED") and "NOT delivered" not in done["summary"], done
+    said = [line for line in result.stderr.splitlines() if "TRACKING_CORE_SYSTEM_METRICS" in line]
+    assert len(said) == 1 and said[0].startswith("WARNING"), result.stderr[-3000:]
+    assert ("86400" in said[0]) == (interval is not None), said
+    assert "Fatal Python error" not in result.stderr and "Traceback" not in result.stderr, result.stderr[-3000:]
+
+
 def test_the_option_comes_before_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
     parser = argparse.ArgumentParser()
     assert "--tracking-system-metrics" in tracking_core.add_tracking_options(parser).added
@@ -324,9 +362,12 @@ def test_host_series_reach_tensorboard_and_wandb_as_their_own_series(tmp_path: P
     _check_host_ranges(tb_series, _total_gib())
     assert _steps_of(tb_series) == list(range(len(tb_series["memory/used_percent"])))
     runs = read_job(env["WANDB_DIR"], run_id)
-    system = [r for r in runs if "-system-" in r.path.name]  # the system writer's own directory
-    assert len(system) == 1, [r.path.name for r in runs]
-    rows = [rec["history"]["item"] for rec in system[0].records if rec.get("type") == "history"]
+    # The system writer's own directory, and a sync's where its delivery was cut short (a loaded
+    # machine): together every sample once.
+    system = [r for r in runs if "-system-" in r.path.name]
+    assert system, [r.path.name for r in runs]
+    records = [rec for r in system for rec in r.records]
+    rows = sorted((rec["history"]["item"] for rec in records if rec.get("type") == "history"), key=lambda row: row[axis])
     wb_series: dict[str, list[tuple[int, float]]] = defaultdict(list)
     for row in rows:
         for key, value in row.items():
@@ -336,7 +377,7 @@ def test_host_series_reach_tensorboard_and_wandb_as_their_own_series(tmp_path: P
     assert [row[axis] for row in rows] == list(range(len(rows))) and len(rows) >= max(3, done["samples"])
     defined = {
         rec["metric"]["name"]: rec["metric"].get("step_metric")
-        for rec in system[0].records
+        for rec in records
         if rec.get("type") == "metric"
     }
     assert defined[f"system/{HOST}/cpu/utilization"] == axis
@@ -370,6 +411,69 @@ def test_one_sampler_per_node_and_a_standby_takes_over(tmp_path: Path) -> None:
     writers = [line["label"] for line in system_lines if line.get("type") == "attach"]
     assert len(writers) == 2, writers  # one writer at a time: the first's, then the second's
     assert len(list(tmp_path.rglob("system-metrics-*.lock"))) == 1
+
+
+def test_one_sampler_per_node_when_its_lock_file_is_deleted_mid_run(tmp_path: Path) -> None:
+    """Two processes of one node, the first sampling, the second standing by; the node's lock
+    file is deleted while both run (a /tmp cleaner, an ``rm`` of old runs). The second must not
+    sample beside the first: each sample number of ``system/<host>/...`` holds one value, the
+    numbers run on without a gap while the first samples and after the second takes over, and
+    the file is back."""
+    hold = tmp_path / "hold"
+    primary = _start(tmp_path, MODE="primary", BACKENDS="jsonl", OPTION="0", SECONDS="0", HOLD=str(hold))
+    handle = _line(primary, "HANDLE")
+    common = {"TRACKING_CORE_RUN": handle, "TRACKING_CORE_SYSTEM_METRICS": FAST}
+    first = _start(tmp_path, MODE="attach", ROLE="actor", WRITER="1", SECONDS="3", **common)
+    assert json.loads(_line(first, "SAMPLER"))["sampling"]
+    second = _start(tmp_path, MODE="attach", ROLE="rollout", WRITER="0", SECONDS="5", **common)
+    assert not json.loads(_line(second, "SAMPLER"))["sampling"]
+    time.sleep(0.6)  # a few samples, and the second has tried the lock
+    locks = list(tmp_path.rglob("system-metrics-*.lock"))
+    assert len(locks) == 1, locks
+    locks[0].unlink()
+    first_done, _ = _done(first)
+    second_done, _ = _done(second)
+    hold.write_text("")
+    _done(primary)
+    assert locks[0].exists()  # the sampler wrote it again
+    run = read_run(find_run(json.loads(handle)["run_id"], str(tmp_path)))
+    series = _system_series(run.metrics)
+    for part in HOST_PARTS:
+        per_step = Counter(step for step, _ in series[part])
+        twice = sorted(step for step, count in per_step.items() if count > 1)
+        assert not twice, f"{part}: two samplers at once, steps {twice} hold two values"
+    steps = _steps_of(series)
+    assert steps == list(range(len(steps))), steps
+    # the first sampled through the deletion (3 s at 0.2 s); the second took over when it ended
+    assert first_done["samples"] >= 8 and second_done["samples"] >= 1, (first_done, second_done)
+    assert len(steps) >= first_done["samples"] + second_done["samples"]
+
+
+def test_the_nodes_rank_stays_when_a_process_of_another_launch_takes_over(tmp_path: Path) -> None:
+    """The node's rank in the system config is the node's: a process of another launch on the
+    same node (its launcher numbers nodes otherwise) that takes the sampling over keeps the rank
+    the first sampler recorded, so no tracker sees the node's rank change."""
+    hold = tmp_path / "hold"
+    primary = _start(tmp_path, MODE="primary", BACKENDS="jsonl", OPTION="0", SECONDS="0", HOLD=str(hold))
+    handle = _line(primary, "HANDLE")
+    common = {"TRACKING_CORE_RUN": handle, "TRACKING_CORE_SYSTEM_METRICS": FAST}
+    first_hold = tmp_path / "first-hold"
+    first = _start(tmp_path, MODE="attach", ROLE="actor", WRITER="1", SECONDS="0.5", HOLD=str(first_hold), GROUP_RANK="1", **common)
+    assert json.loads(_line(first, "SAMPLER"))["sampling"]
+    second = _start(tmp_path, MODE="attach", ROLE="rollout", WRITER="1", SECONDS="3", SLURM_NODEID="0", **common)
+    assert not json.loads(_line(second, "SAMPLER"))["sampling"]
+    first_hold.write_text("")
+    _done(first)
+    second_done, stderr = _done(second)
+    hold.write_text("")
+    _done(primary)
+    assert "takes over" in stderr and second_done["samples"] >= 1, (second_done, stderr[-2000:])
+    run = read_run(find_run(json.loads(handle)["run_id"], str(tmp_path)))
+    lines = [json.loads(line) for line in (run.path / "system.jsonl").read_text().splitlines()]
+    configs = [line["params"] for line in lines if line.get("type") == "config"]
+    assert len(configs) == 2, configs  # each sampler's writer said the node's facts
+    ranks = {(c.get(f"system/{HOST}/node_rank"), c.get(f"system/{HOST}/node_rank_from")) for c in configs}
+    assert ranks == {(1, "GROUP_RANK")}, ranks
 
 
 def test_the_primarys_finish_ends_its_nodes_sampling(tmp_path: Path) -> None:

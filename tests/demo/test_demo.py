@@ -3,6 +3,7 @@ offline, and read back from each tracker at the locations it printed."""
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import subprocess
@@ -11,25 +12,16 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.demo_run import STEPS, DemoRun, demo_run  # noqa: F401 - shared fixture
 from tests.helpers.tb_events import read_logdir
-from tests.helpers.wandb_offline import W_VARS, merged_config, offline_env, read_job
-
-STEPS = 3
+from tests.helpers.wandb_offline import merged_config, read_job
 
 
 @pytest.mark.slow
-def test_demo_logs_both_roles_to_all_three(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if k not in W_VARS and not k.startswith("TRACKING_CORE_")}
-    env.update(offline_env(tmp_path))
-    env.pop("WANDB_DIR")  # W&B's runs go under the tracking directory, as they do by default
-    out_dir = tmp_path / "out"
-    proc = subprocess.run(
-        [sys.executable, "-m", "tracking_core.cli", "demo", "--steps", str(STEPS),
-         "--tracking-backends", "mlflow,tensorboard,wandb", "--out", str(out_dir)],
-        capture_output=True, text=True, env=env, timeout=600,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    stdout = proc.stdout
+def test_demo_logs_both_roles_to_all_three(demo_run: DemoRun) -> None:  # noqa: F811
+    """The shared demo run (tests/helpers/demo_run.py), read back from each tracker."""
+    out_dir = demo_run.out_dir
+    stdout = demo_run.stdout
     # the console counts steps as the trackers record them: 0..STEPS-1
     for role in ("actor", "critic"):
         printed = [int(s) for s in re.findall(rf"^\[{role}\] step (\d+)/{STEPS - 1} ", stdout, re.M)]
@@ -63,9 +55,20 @@ def test_demo_logs_both_roles_to_all_three(tmp_path: Path) -> None:
         "actor/train/pg_loss", "actor/train/entropy", "actor/rollout/reward_mean",
         "critic/train/value_loss", "critic/train/explained_variance",
     }  # fmt: skip
+    expected_series |= {  # every rank counts: reduced over the actor's ranks, phases timed
+        "actor/rollout/reward_all/p50", "actor/perf/rollout/slowest_rank", "actor/perf/train/max",
+        "critic/perf/train/max",
+    }  # fmt: skip
     for name in expected_series:
         steps = sorted(m.step for m in client.get_metric_history(mlrun.info.run_id, name))
         assert steps == list(range(STEPS)), name
+    # the shard-size-weighted Mean of each rank's mean is the mean of every rank's rewards (to
+    # float32's precision: a rank's mean is a float32 tensor's)
+    means, alls = (
+        {m.step: m.value for m in client.get_metric_history(mlrun.info.run_id, f"actor/rollout/{key}")}
+        for key in ("reward_mean", "reward_all/mean")
+    )
+    assert means.keys() == alls.keys() and all(math.isclose(means[s], alls[s], rel_tol=1e-6) for s in means), (means, alls)
 
     tb = read_logdir(logdir)
     assert {"launch", "actor", "critic"} <= set(tb)
@@ -102,3 +105,21 @@ def test_run_sh_demo_keeps_the_callers_working_directory(tmp_path: Path) -> None
     # after a clean finish, only the user's data is left: no journal, no exchange files
     left = {p.name for p in (tmp_path / "tracking-runs").rglob("*")}
     assert not left & {"journal", "exchange", "role_args.pkl"}, sorted(left)
+
+
+@pytest.mark.slow
+def test_a_failed_demo_never_says_the_run_finished(tmp_path: Path) -> None:
+    """A group that cannot start (a critic world of no ranks) fails the job; the writers that
+    ended their part cleanly (the node's system sampler) say so as writers, and nothing says
+    "run FINISHED" for the run that failed."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TRACKING_CORE_", "MLFLOW_"))}
+    proc = subprocess.run(
+        [sys.executable, "-m", "tracking_core.cli", "demo", "--steps", "1", "--actor-ranks", "1",
+         "--critic-ranks", "0", "--out", str(tmp_path / "out")],
+        capture_output=True, text=True, env=env, timeout=600,
+    )  # fmt: skip
+    said = proc.stdout + proc.stderr
+    assert proc.returncode == 1, said[-3000:]
+    assert "run FAILED" in proc.stdout, proc.stdout[-3000:]
+    assert re.search(r"tracking-core writer system-\S+ finished; mlflow: \d+ of \d+ values delivered", said), said[-3000:]
+    assert "run FINISHED" not in said, said[-3000:]

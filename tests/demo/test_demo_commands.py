@@ -7,41 +7,20 @@ import os
 import re
 import shlex
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.helpers.demo_run import DemoRun, demo_run  # noqa: F401 - shared fixture
 from tests.helpers.tb_events import read_logdir
-from tests.helpers.wandb_offline import W_VARS, offline_env
-
-STEPS = 2
-BIN = str(Path(sys.executable).parent)
-
-
-def _bare_path_env(tmp_path: Path) -> dict[str, str]:
-    """A user's shell: the venv's bin not on PATH, no tracking variables."""
-    env = {k: v for k, v in os.environ.items() if k not in W_VARS and not k.startswith(("TRACKING_CORE_", "MLFLOW_"))}
-    env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if p and Path(p) != Path(BIN))
-    env.update(offline_env(tmp_path))
-    env.pop("WANDB_DIR")
-    env.pop("VIRTUAL_ENV", None)
-    return env
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)
-def test_printed_commands_run_as_printed(tmp_path: Path) -> None:
-    env = _bare_path_env(tmp_path)
-    user_dir = tmp_path / "elsewhere"
-    user_dir.mkdir()
-    demo = subprocess.run(
-        [sys.executable, "-m", "tracking_core.cli", "demo", "--steps", str(STEPS),
-         "--tracking-backends", "mlflow,tensorboard,wandb"],
-        capture_output=True, text=True, env=env, cwd=user_dir, timeout=800,
-    )  # fmt: skip
-    assert demo.returncode == 0, demo.stdout[-3000:] + demo.stderr[-3000:]
-    out = demo.stdout
+def test_printed_commands_run_as_printed(demo_run: DemoRun) -> None:  # noqa: F811
+    """The shared demo run (tests/helpers/demo_run.py): started from a directory of the user's,
+    without the venv's bin on PATH; its printed commands are run the same way."""
+    env, tmp_path, out, steps = demo_run.env, demo_run.home, demo_run.stdout, demo_run.steps
     where = out[out.index("Where the run is:") : out.index("Actor vs critic")]
     commands = {
         "ui": re.search(r"open it: (.+? ui \S+)", where).group(1),
@@ -86,10 +65,10 @@ def test_printed_commands_run_as_printed(tmp_path: Path) -> None:
     for d in dirs:
         assert d.name in text, (d.name, text)
 
-    # one step numbering: the console says 0..STEPS-1, as every tracker records it
+    # one step numbering: the console says 0..steps-1, as every tracker records it
     for role in ("actor", "critic"):
-        printed = [int(s) for s in re.findall(rf"^\[{role}\] step (\d+)/{STEPS - 1} ", out, re.M)]
-        assert printed == list(range(STEPS)), (role, out[-2000:])
+        printed = [int(s) for s in re.findall(rf"^\[{role}\] step (\d+)/{steps - 1} ", out, re.M)]
+        assert printed == list(range(steps)), (role, out[-2000:])
     logdir = shlex.split(commands["tensorboard"])[-1]
     tb = read_logdir(logdir)
-    assert [s for s, _ in tb["actor"].scalars["train/pg_loss"]] == list(range(STEPS))
+    assert [s for s, _ in tb["actor"].scalars["train/pg_loss"]] == list(range(steps))

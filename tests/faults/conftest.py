@@ -199,11 +199,13 @@ FAULTY = '''
         for name, cls in (("faulty", Faulty), ("steady", Steady)):
             if batch:
                 try:
-                    register(name, cls, max_batch=int(batch))
+                    from tracking_core.plugin_api import Backend
+                    register(Backend(name, cls, max_batch=int(batch)))
                     continue
                 except TypeError:
                     pass
-            register(name, cls)
+            from tracking_core.plugin_api import Backend
+            register(Backend(name, cls))
 '''
 
 #: Put before every job's code: keep WARNING+ log records and Python warnings, print them at exit.

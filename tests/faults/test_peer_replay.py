@@ -45,7 +45,6 @@ def test_a_primary_that_could_not_replay_a_peer_does_not_say_drained(faults: Fau
     # The primary's own values arrived; the actor's did not.
     assert faults.metrics() == once(["driver/y"], range(100))
     summary = result["summary"]
-    assert job.warnings_mentioning("could not replay"), job.warnings
     assert summary["drained"] is False, summary["describe"]
     assert result["actor_journal"] in summary["describe"], summary["describe"]
     assert "faulty still lacks" in summary["describe"], summary["describe"]

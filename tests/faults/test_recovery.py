@@ -79,8 +79,10 @@ BROKEN = '''
 
     @tracking_core.hookimpl
     def register_backends(register):
-        register("hang", Hang)
-        register("crashy", Crashy)
+        from tracking_core.plugin_api import Backend
+        register(Backend("hang", Hang))
+        from tracking_core.plugin_api import Backend
+        register(Backend("crashy", Crashy))
 '''
 
 

@@ -233,8 +233,10 @@ BARE = '''
 
     @tracking_core.hookimpl
     def register_backends(register):
-        register("texty", Texty)
-        register("scalars", Scalars)
+        from tracking_core.plugin_api import Backend
+        register(Backend("texty", Texty))
+        from tracking_core.plugin_api import Backend
+        register(Backend("scalars", Scalars))
 '''
 
 FALLBACK_JOB = """

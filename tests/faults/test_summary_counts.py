@@ -101,3 +101,38 @@ def test_a_config_section_the_summary_says_is_owed_is_what_sync_says_it_delivere
     assert not re.search(r"^  steady:", done.stdout, re.M), done.stdout  # it lacked nothing
     assert [c["namespace"] for c in faults.events("config")].count("critic") == 1
     assert faults.metrics(raw=True) == once(["critic/value_loss"], range(3))
+
+
+FLAT_OUT_JOB = """
+import sys, time, tracking_core
+run = tracking_core.start_run(backends=["faulty"], tracking_dir=sys.argv[1], export=False)
+row = {f"m{j:02d}": j * 0.5 for j in range(20)}
+step, end = 0, time.monotonic() + float(sys.argv[2])
+while time.monotonic() < end:
+    run.log_metrics(row, step=step)
+    step += 1
+report(s=summ(run.finish(timeout=0.5)))
+"""
+
+
+@pytest.mark.parametrize("delivery", ["process", "thread"])
+def test_after_logging_flat_out_the_summary_and_sync_count_alike(faults: Faults, tmp_path: Path, delivery: str) -> None:
+    """Logging flat out into a tracker that takes 50 ms a batch: ``finish`` runs out of time
+    with a batch in the tracker's hands. The summary must count that batch as sync will: what
+    it says is NOT delivered is exactly what the sync delivers (and rejects) after it."""
+    td = tmp_path / "td"
+    env = faults.env(FAULT_COUNT_ONLY="1", FAULT_SLOW="0.05", TRACKING_CORE_DELIVERY=delivery)
+    job = run_job(FLAT_OUT_JOB, env, workdir=tmp_path, args=[td, 0.7])
+    summary = job.result["s"]
+    lacked = _lacks(summary, "faulty")
+    assert lacked > 0, summary["describe"]  # the run ended with values still to deliver
+    delivered_live = sum(c["n"] for c in faults.events("batch"))
+    done = run_sync(td, faults.env(FAULT_COUNT_ONLY="1"))
+    assert done.returncode == 0, explain_sync(done)
+    delivered, rejected = _synced(done.stdout, "faulty")
+    assert delivered + rejected == lacked, (
+        f"the summary said {lacked} NOT delivered, sync then delivered {delivered} and the tracker "
+        f"rejected {rejected}: {summary['describe']}"
+    )
+    # and each value reached the tracker once: what the run delivered and what sync did
+    assert delivered_live + delivered == summary["logged"], (delivered_live, delivered, summary["logged"])

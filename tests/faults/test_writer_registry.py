@@ -8,11 +8,14 @@ waits, a backend whose registry raises). The MLflow tests run a primary in this 
 writer on a simulated other node (its own hostname, tracking directory, working directory and
 processes; the MLflow server the only store they share): a healthy writer, and one lost with
 its delivery process while its route to MLflow was held, whose leftovers ``tracking-core sync``
-on that node delivers later, exactly once, setting the run's intended status back.
+on that node delivers later, exactly once, setting the run's intended status back. A node whose
+clock runs 300 s or 2 s ahead or behind (libfaketime) is judged as one on time, cut off after
+catching up or healthy; a host name and a tracking directory with a token's shape reach no tag.
 """
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import socket
@@ -80,7 +83,8 @@ class Registry:
 class RegistryPlugin:
     @tracking_core.hookimpl
     def register_backends(self, register: Any) -> None:
-        register("registry", Registry, description="a writer registry in memory")
+        from tracking_core.plugin_api import Backend
+        register(Backend("registry", Registry, description="a writer registry in memory"))
 
 
 @pytest.fixture
@@ -139,7 +143,8 @@ def test_hook_publish_writer(registry: type[Registry], tmp_path: Path) -> None:
     assert (last["role"], last["rank"], last["host"], last["pid"]) == ("actor", 0, socket.gethostname(), os.getpid())
     assert last["tracking_dir"] == str(child.tracking_dir)
     assert last["sync"] == sync_command(str(child.tracking_dir))
-    assert last["beat"] == 5.0 and last["at"] <= time.time()
+    assert last["beat"] == 5.0 and last["at"] <= time.time() and 0 <= last["behind"] < 5
+    assert [state["seq"] for state in actor] == list(range(1, len(actor) + 1))
     primary = _of(run.label)
     assert primary[0]["state"] == "writing" and primary[-1]["state"] == "complete"
     assert primary[-1]["role"] is None and "incomplete" not in primary[-1]
@@ -148,22 +153,22 @@ def test_hook_publish_writer(registry: type[Registry], tmp_path: Path) -> None:
 
 def test_hook_read_writers(registry: type[Registry], tmp_path: Path) -> None:
     """A writer on another host that went silent (a node that died) is named: who, what, the
-    command for its host; the run is closed FAILED with the status meant kept, at once (no wait
-    for a writer three heartbeats silent)."""
+    command for its host; the run is closed FAILED with the status meant kept, once the
+    primary's own clock saw no publication for three of its heartbeats (whatever its ``at``)."""
     run = tracking_core.start_run(backends=["registry"], tracking_dir=tmp_path / "td")
     run.log_metrics({"reward": 1.0}, step=0)
-    Registry.states["critic-r0-p99"] = _remote(at=time.time() - 60)
+    Registry.states["critic-r0-p99"] = _remote(at=time.time() - 60, beat=1.0)
     started = time.monotonic()
     summary = run.finish(timeout=20)
     took = time.monotonic() - started
-    assert took < 4, took
+    assert 5 <= took < 9, took
     assert not summary.drained and summary.status is RunStatus.FINISHED
     (entry,) = summary.writers.values()
     assert (entry["role"], entry["rank"], entry["host"], entry["owed"]) == ("critic", 0, "node9", 4)
-    assert entry["sync"] == "tracking-core sync /data/node9/tracking" and entry["last_heard"] >= 60
+    assert entry["sync"] == "tracking-core sync /data/node9/tracking" and 5 <= entry["last_heard"] < 9
     text = summary.describe()
     assert "critic rank 0 on host node9" in text and "run on node9: tracking-core sync /data/node9/tracking" in text
-    assert "marked FAILED in registry (meant FINISHED)" in text and "last heard 60 s ago" in text
+    assert "marked FAILED in registry (meant FINISHED)" in text and f"last heard over {entry['last_heard']:.0f} s ago" in text
     assert Registry.closes == [("FAILED", True)]
     final = _of(run.label)[-1]
     assert final["intended_status"] == "FINISHED" and list(final["incomplete"]) == ["critic-r0-p99"]
@@ -204,13 +209,11 @@ def test_a_writer_that_goes_on_logging_is_waited_for_only_up_to_the_close(regist
     """A writer on another host that logs on (a node's system sampler) is never caught up; once
     it has delivered everything it logged before the primary began to close, it owes nothing."""
     run = tracking_core.start_run(backends=["registry"], tracking_dir=tmp_path / "td")
-    Registry.states["system-r0-p97"] = _remote("system-r0-p97", role="system", journaled=50, delivered=40, through=time.time() - 5)
+    Registry.states["system-r0-p97"] = _remote("system-r0-p97", role="system", journaled=50, delivered=40, behind=5.0)
 
     def heartbeat() -> None:
-        time.sleep(1.5)
-        Registry.states["system-r0-p97"] = _remote(
-            "system-r0-p97", role="system", journaled=90, delivered=80, through=time.time() - 0.2
-        )
+        time.sleep(1.5)  # delivered, by its own clock, everything it logged up to 0.2 s before
+        Registry.states["system-r0-p97"] = _remote("system-r0-p97", role="system", journaled=90, delivered=80, behind=0.2)
 
     threading.Thread(target=heartbeat, daemon=True).start()
     started = time.monotonic()
@@ -218,6 +221,45 @@ def test_a_writer_that_goes_on_logging_is_waited_for_only_up_to_the_close(regist
     took = time.monotonic() - started
     assert 1.4 <= took < 5, took
     assert summary.writers == {} and Registry.closes == [("FINISHED", True)]
+
+
+@pytest.mark.parametrize("skew", [300.0, 2.0])
+def test_a_writer_caught_up_before_the_close_and_silent_since_is_named_whatever_its_clock(
+    registry: type[Registry], tmp_path: Path, skew: float
+) -> None:
+    """A writer whose clock runs ahead published that it had caught up, then nothing (its node
+    was cut off after journaling more): that publication came before the close, so it proves
+    nothing; its silence on the primary's clock names it."""
+    run = tracking_core.start_run(backends=["registry"], tracking_dir=tmp_path / "td")
+    Registry.states["critic-r0-p99"] = _remote(journaled=3, delivered=3, at=time.time() + skew, behind=0.1, beat=1.0)
+    summary = run.finish(timeout=20)
+    assert list(summary.writers) == ["critic-r0-p99"] and Registry.closes == [("FAILED", True)]
+
+
+@pytest.mark.parametrize("skew", [300.0, 2.0])
+def test_a_live_writer_whose_clock_runs_behind_is_not_taken_for_silent(
+    registry: type[Registry], tmp_path: Path, skew: float
+) -> None:
+    """A healthy writer heartbeating with a clock far behind the primary's is waited for as
+    any other: its next caught-up heartbeat (made after the close began) lets the run finish."""
+    run = tracking_core.start_run(backends=["registry"], tracking_dir=tmp_path / "td")
+    Registry.states["critic-r0-p99"] = _remote(journaled=3, delivered=3, at=time.time() - skew, behind=0.1, beat=1.0)
+    stop = threading.Event()
+
+    def heartbeats() -> None:
+        seq = 1
+        while not stop.wait(0.5):
+            seq += 1
+            Registry.states["critic-r0-p99"] = _remote(
+                journaled=3, delivered=3, at=time.time() - skew, behind=0.1, beat=1.0, seq=seq
+            )
+
+    threading.Thread(target=heartbeats, daemon=True).start()
+    try:
+        summary = run.finish(timeout=20)
+    finally:
+        stop.set()
+    assert summary.writers == {} and Registry.closes == [("FINISHED", True)], summary.describe()
 
 
 def test_a_run_meant_to_fail_is_not_held_up_but_names_who_owes(registry: type[Registry], tmp_path: Path) -> None:
@@ -322,12 +364,69 @@ def _primary(tmp_path: Path, uri: str, monkeypatch: pytest.MonkeyPatch) -> track
     return run
 
 
-def _start_writer(node: SimulatedNode, handle: dict[str, Any], mode: str) -> tuple[Any, Path]:
+def _start_writer(
+    node: SimulatedNode, handle: dict[str, Any], mode: str, env: dict[str, str] | None = None
+) -> tuple[Any, Path]:
     script = node.cwd / "writer.py"
     script.write_text(NODE_WRITER)
     go = node.cwd / "go"
-    env = {"TRACKING_CORE_RUN": json.dumps(handle), "TRACKING_CORE_WRITER_HEARTBEAT": "1"}
+    env = {"TRACKING_CORE_RUN": json.dumps(handle), "TRACKING_CORE_WRITER_HEARTBEAT": "1", **(env or {})}
     return node.start([sys.executable, script, go, mode], env=env, label="writer"), go
+
+
+def _critic(uri: str, mlflow_run: str) -> dict[str, Any] | None:
+    return next((s for s in _registry_tags(uri, mlflow_run).values() if s.get("role") == "critic"), None)
+
+
+def _await_critic(uri: str, mlflow_run: str, journaled: int, timeout: float = 120) -> dict[str, Any]:
+    """The critic's publication once it says it has delivered all of its ``journaled`` values,
+    in a heartbeat after the one that said so first (the registry has heard it since)."""
+    deadline = time.monotonic() + timeout
+    first = None
+    while time.monotonic() < deadline:
+        state = _critic(uri, mlflow_run)
+        if state and state["journaled"] == state["delivered"] == journaled:
+            first = first or state
+            if state != first:
+                return state
+        time.sleep(0.2)
+    raise AssertionError(f"the critic never said it had delivered {journaled} values: {_critic(uri, mlflow_run)}")
+
+
+#: Python >= 3.11's ``time.sleep`` waits with ``clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME)``,
+#: which libfaketime 0.9.10 (Debian's) breaks when the monotonic clock is not faked: EINVAL
+#: (wolfcw/libfaketime#426). On the skewed node, Python sleeps with ``select`` instead.
+SLEEP_SHIM = """
+import select
+import time
+
+
+def _sleep(seconds):
+    if seconds < 0:
+        raise ValueError("sleep length must be non-negative")
+    select.select([], [], [], seconds)
+
+
+time.sleep = _sleep
+"""
+
+
+def _skewed(node: SimulatedNode, skew: int) -> dict[str, str]:
+    """The environment that sets ``node``'s wall clock ``skew`` seconds off (libfaketime; its
+    monotonic clock untouched)."""
+    found = sorted(glob.glob("/usr/lib/*/faketime/libfaketime.so.1") + glob.glob("/usr/lib/faketime/libfaketime.so.1"))
+    if not found:
+        pytest.skip("libfaketime is not installed (apt-get install faketime; ./run.sh test installs it as root)")
+    shim = node.root / "sleep-shim"
+    shim.mkdir(exist_ok=True)
+    (shim / "sitecustomize.py").write_text(SLEEP_SHIM)
+    return {"LD_PRELOAD": found[0], "FAKETIME": f"{skew:+d}", "DONT_FAKE_MONOTONIC": "1", "PYTHONPATH": os.pathsep.join(filter(None, [str(shim), os.environ.get("PYTHONPATH")]))}
+
+
+def _check_skew(state: dict[str, Any], skew: int) -> None:
+    """The node's publication was made by a clock ``skew`` seconds off this one."""
+    off = state["at"] - time.time()
+    assert skew - 4 <= off <= skew + 0.5, (off, skew)
 
 
 @pytest.mark.slow
@@ -417,3 +516,110 @@ def test_a_lost_node_is_named_and_its_sync_completes_the_run_exactly_once(
         assert _steps(uri, mlflow_run, "reward") == [0]
     finally:
         link.close()
+
+
+SKEWS = [300, -300, 2, -2]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("skew", SKEWS)
+def test_a_node_cut_off_after_catching_up_is_named_whatever_its_clock(
+    mlflow_server: MlflowServer,  # noqa: F811
+    simulated_nodes: list[SimulatedNode],  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    skew: int,
+) -> None:
+    """node1's clock is ``skew`` seconds off: its writer catches up (and says so), is cut off
+    from the server, journals 3 more values. The driver names it and closes the run FAILED:
+    a caught-up publication made before the close proves nothing, whatever its time says."""
+    uri = mlflow_server.uri
+    run = _primary(tmp_path, uri, monkeypatch)
+    mlflow_run = run.handle.backends["mlflow"]["run_id"]
+    link = Link("127.0.0.1", int(uri.rsplit(":", 1)[1]))
+    try:
+        handle = json.loads(run.handle.to_json())
+        handle["backends"]["mlflow"]["tracking_uri"] = link.uri
+        node = SimulatedNode("node1", tmp_path / "nodes")
+        simulated_nodes.append(node)
+        writer, go = _start_writer(node, handle, "die", _skewed(node, skew))
+        writer.wait_for("flushed", 90)
+        _check_skew(_await_critic(uri, mlflow_run, 1), skew)
+        link.hold()
+        go.touch()
+        writer.wait_for("logged", 30)
+        summary = run.finish(timeout=30)
+        assert [(e["role"], e["host"]) for e in summary.writers.values()] == [("critic", "node1")], summary.describe()
+        assert _client(uri).get_run(mlflow_run).info.status == "FAILED"
+        assert _steps(uri, mlflow_run, "critic/loss") == [0]
+    finally:
+        link.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("skew", SKEWS)
+def test_a_healthy_node_is_not_named_whatever_its_clock(
+    mlflow_server: MlflowServer,  # noqa: F811
+    simulated_nodes: list[SimulatedNode],  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    skew: int,
+) -> None:
+    """node1's clock is ``skew`` seconds off; its writer has delivered everything and goes on
+    heartbeating while the driver finishes: nobody is named, the run is FINISHED."""
+    uri = mlflow_server.uri
+    run = _primary(tmp_path, uri, monkeypatch)
+    mlflow_run = run.handle.backends["mlflow"]["run_id"]
+    node = SimulatedNode("node1", tmp_path / "nodes")
+    simulated_nodes.append(node)
+    writer, go = _start_writer(node, json.loads(run.handle.to_json()), "die", _skewed(node, skew))
+    writer.wait_for("flushed", 90)
+    go.touch()
+    writer.wait_for("logged", 30)
+    _check_skew(_await_critic(uri, mlflow_run, 4), skew)
+    started = time.monotonic()
+    summary = run.finish(timeout=30)
+    assert summary.writers == {} and summary.drained, summary.describe()
+    assert time.monotonic() - started < 10
+    assert _client(uri).get_run(mlflow_run).info.status == "FINISHED"
+    assert _steps(uri, mlflow_run, "critic/loss") == [0, 1, 2, 3]
+    node.kill()
+
+
+SLACK_TOKEN = "xoxb-1234567890-abcdefghij"
+GITHUB_TOKEN = "ghp_" + "a1" * 18
+
+
+@pytest.mark.slow
+def test_a_token_in_a_host_name_or_a_tracking_directory_reaches_no_tag(
+    mlflow_server: MlflowServer,  # noqa: F811
+    simulated_nodes: list[SimulatedNode],  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A writer on a node whose host name has a token's shape, writing under a tracking
+    directory whose path holds another: the registry's fields are redacted like any other."""
+    from tracking_core.config.secrets import redact_text
+
+    uri = mlflow_server.uri
+    run = _primary(tmp_path, uri, monkeypatch)
+    mlflow_run = run.handle.backends["mlflow"]["run_id"]
+    node = SimulatedNode(SLACK_TOKEN, tmp_path / "nodes")
+    simulated_nodes.append(node)
+    folder = node.root / GITHUB_TOKEN / "tracking"
+    folder.mkdir(parents=True)
+    writer, go = _start_writer(node, json.loads(run.handle.to_json()), "finish", {"TRACKING_CORE_DIR": str(folder)})
+    writer.wait_for("flushed", 90)
+    go.touch()
+    writer.wait_for("finished True", 60)
+    assert writer.wait(30) == 0, writer.tail()
+    summary = run.finish(timeout=30)
+    assert summary.drained and summary.writers == {}, summary.describe()
+    data = _client(uri).get_run(mlflow_run).data
+    stored = json.dumps([data.tags, data.params, sorted(data.metrics)])
+    assert SLACK_TOKEN not in stored and GITHUB_TOKEN not in stored
+    critic = _critic(uri, mlflow_run)
+    assert critic is not None and critic["state"] == "complete"
+    assert critic["host"] == redact_text(SLACK_TOKEN) != SLACK_TOKEN
+    assert critic["tracking_dir"] == redact_text(str(folder)) and critic["sync"] == redact_text(sync_command(str(folder)))
+    assert _steps(uri, mlflow_run, "critic/loss") == [0, 1, 2, 3]

@@ -251,15 +251,30 @@ def start_server(root: str | os.PathLike[str], **kwargs: object) -> MlflowServer
     raise last
 
 
+#: The session's shared server, one per test process (each pytest-xdist worker has its own).
+_SHARED: MlflowServer | None = None
+
+
 @pytest.fixture(scope="session")
-def mlflow_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MlflowServer]:
+def mlflow_server(tmp_path_factory: pytest.TempPathFactory) -> MlflowServer:
     """A running ``mlflow server`` shared by the whole session. Do not kill or restart it: use
-    ``mlflow_server_factory`` for that."""
-    server = start_server(tmp_path_factory.mktemp("mlflow-server"))
-    try:
-        yield server
-    finally:
-        server.stop()
+    ``mlflow_server_factory`` for that.
+
+    A test module that imports this fixture gets a definition of its own, which pytest would
+    run again: every definition hands out the same server, started once and stopped when the
+    session ends."""
+    global _SHARED
+    if _SHARED is None or not _SHARED.alive():
+        _SHARED = start_server(tmp_path_factory.mktemp("mlflow-server"))
+    return _SHARED
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Stop the shared server at the end of the session (of this worker's, under xdist)."""
+    global _SHARED
+    if _SHARED is not None:
+        _SHARED.stop()
+        _SHARED = None
 
 
 @pytest.fixture

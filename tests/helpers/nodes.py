@@ -69,6 +69,20 @@ def _uts_namespace(pid: int) -> str | None:
         return None
 
 
+#: In the environment of every command a node starts: the node's own directory. A namespace's
+#: number is reused once the namespace is gone, so a process in a namespace a node recorded is
+#: that node's only if it carries the node's mark too (another test's node may hold the number).
+MARK = "SIMULATED_NODE_ROOT"
+
+
+def _marked(pid: int, mark: bytes) -> bool:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as fh:
+            return mark in fh.read().split(b"\0")
+    except OSError:  # gone
+        return False
+
+
 class NodeProcess:
     """One command started on a node; its stdout and stderr go to ``log_path``."""
 
@@ -162,6 +176,7 @@ class SimulatedNode:
                 "TRACKING_CORE_DIR": str(self.tracking_dir),
                 "TMPDIR": str(self.tmp),
                 "PWD": str(self.cwd),
+                MARK: str(self.root),
             }
         )
         base.update(self.extra_env)
@@ -228,13 +243,15 @@ class SimulatedNode:
         return subprocess.CompletedProcess(process.popen.args, code, process.output(), "")
 
     def pids(self, only: NodeProcess | None = None) -> list[int]:
-        """Every process now in one of this node's namespaces (``only``: in that command's)."""
+        """Every process now in one of this node's namespaces (``only``: in that command's) that
+        carries the node's mark (:data:`MARK`)."""
         namespaces = self.namespaces if only is None else {only.namespace} - {None}
         if not namespaces:
             return []
+        mark = f"{MARK}={self.root}".encode()
         found = []
         for entry in os.scandir("/proc"):
-            if entry.name.isdigit() and _uts_namespace(int(entry.name)) in namespaces:
+            if entry.name.isdigit() and _uts_namespace(int(entry.name)) in namespaces and _marked(int(entry.name), mark):
                 found.append(int(entry.name))
         return found
 

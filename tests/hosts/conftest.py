@@ -129,7 +129,8 @@ class RaisingBackend:
 class RaisingPlugin:
     @tracking_core.hookimpl
     def register_backends(self, register: Any) -> None:
-        register("raising", RaisingBackend, description="raises in every hook (tests)")
+        from tracking_core.plugin_api import Backend
+        register(Backend("raising", RaisingBackend, description="raises in every hook (tests)"))
 
 
 @pytest.fixture

@@ -1,7 +1,8 @@
 """Every install line of the README and the docs works as written: tracking-core is on no public
 package index, so a line installs it from the checkout (``.``, a path) or from a built wheel,
-never by its name alone; and the README's wheel command is the one tests/install/test_wheel.py
-runs."""
+never by its name alone; no line pins torch (a user runs it in an environment that has its own
+torch build: a pin would replace a CUDA build by another, or by the CPU one); and the README's
+wheel command is the one tests/install/test_wheel.py runs."""
 
 from __future__ import annotations
 
@@ -46,6 +47,28 @@ def test_no_install_line_fetches_tracking_core_by_name() -> None:
             if by_name_only(command) and not MESSAGE_QUOTE.match(after):
                 bad.append(f"{page.relative_to(ROOT)}: {command}")
     assert not bad, "install lines that fail off a public index:\n" + "\n".join(bad)
+
+
+def pinned_torch(command: str) -> list[str]:
+    """The requirements of ``command`` that pin torch to a version (``torch==2.13.0``, ``torch>=2``)."""
+    words = shlex.split(command.replace("\\\n", " "))[2:]
+    return [w for w in words if re.match(r"torch(\[[^\]]*\])?\s*[=<>~!]", w, flags=re.I)]
+
+
+def test_no_install_line_pins_torch() -> None:
+    bad = []
+    for page in PAGES:
+        for command, _after in install_lines(page.read_text(encoding="utf-8")):
+            if pinned_torch(command):
+                bad.append(f"{page.relative_to(ROOT)}: {command}")
+    assert not bad, "install lines that would replace the user's torch:\n" + "\n".join(bad)
+
+
+def test_the_checks_catch_a_pinned_torch() -> None:
+    # what docs/hosts.md said before
+    assert pinned_torch('pip install "torch==2.13.0" ".[verl,mlflow,tensorboard]"') == ["torch==2.13.0"]
+    assert pinned_torch("pip install torch>=2.1 .") == ["torch>=2.1"]
+    assert not pinned_torch('pip install ".[verl,mlflow,tensorboard]" torchdata')
 
 
 def test_the_checks_catch_a_line_by_name() -> None:

@@ -197,34 +197,15 @@ def test_plugins_command_lists_the_built_in_plugins(venv: Venv) -> None:
     assert rows["wandb"][2] == "MISSING", out
 
 
-JOB = """
-import os, subprocess, sys
-import tracking_core
-
-if len(sys.argv) > 1:  # a role's process: finds the run from $TRACKING_CORE_RUN
-    role = sys.argv[1]
-    run = tracking_core.attach(role=role, writer=True, collect=False,
-                               config={"lr": 3e-3 if role == "actor" else 1e-2, "hidden_size": 16})
-    for step in range(3):
-        run.log_metrics({"train/loss": 1.0 / (step + 1)}, step=step, step_key="train/step")
-    assert run.finish(60).drained
-    sys.exit(0)
-
-run = tracking_core.start_run({"seed": 7, "num_rollout": 3}, backends="mlflow", name="two-roles",
-                              options={"mlflow_experiment": "install-check"})
-for role in ("actor", "critic"):
-    subprocess.run([sys.executable, __file__, role], check=True)
-summary = run.finish(60)
-assert summary.drained, summary.describe()
-print(run.handle.backends["mlflow"]["run_id"])
-"""
+#: The job, a file of its own (run from a copy outside the checkout).
+JOB = Path(__file__).with_name("jobs") / "two_roles.py"
 
 
 def test_two_role_job_to_an_mlflow_server(venv: Venv, mlflow_server: MlflowServer) -> None:
     from mlflow.tracking import MlflowClient
 
     script = venv.outside / "train.py"
-    script.write_text(JOB)
+    shutil.copyfile(JOB, script)
     out = venv.run(venv.python, script, MLFLOW_TRACKING_URI=mlflow_server.uri).stdout
     run_id = out.strip().splitlines()[-1]
 

@@ -5,9 +5,13 @@ attaches as the actor. Global rank 1 attaches as the critic's writer with no run
 is found from the same job id. Each logs ``train/loss`` and ``train/rank_seen`` for STEPS steps.
 
 MODE=complete: both log every step, meet at a barrier, the critic exits without finish (as
-slime's training actors do) and the driver finishes.
+slime's training actors do) and the driver finishes. Both ranks are also the role ``reward``
+(one role across the two nodes, rank 0 its writer): each step they time the phase ``score``
+and log ``score`` as a weighted :class:`tracking_core.Mean` and ``n`` as a ``Sum``, reduced
+across the nodes through the job's store.
 
-MODE=lost: the critic logs the first half, delivers it (flush) and says so (``critic-flushed``);
+MODE=lost: the critic logs the first half, delivers it (flush, at most FLUSH_TIMEOUT seconds)
+and says so (``critic-flushed``);
 once the test has held its node's link to the server (``held``) it logs the rest, waits until
 the journal holds it and says so (``critic-logged``), then waits to be killed with its node. The
 driver logs every step, finishes its actor, and finishes the run (timeout FINISH_TIMEOUT) when
@@ -28,7 +32,7 @@ import warnings
 from pathlib import Path
 
 warnings.filterwarnings("ignore")
-CONTROL = Path(os.environ["CONTROL_DIR"])
+CONTROL = Path(os.environ.get("CONTROL_DIR", "."))  # the test imports score() without it
 #: A step's time: the job lasts a few of the system samplers' intervals (0.5 s in the tests).
 STEP_SECONDS = 0.4
 
@@ -47,13 +51,23 @@ def say(name: str, data: object = None) -> None:
     path.with_suffix(".tmp").replace(path)
 
 
-def log_steps(run: object, steps: range, rank: int) -> None:
+def score(rank: int, step: int) -> float:
+    return (rank + 1) * 0.25 + step / 8
+
+
+def log_steps(run: object, steps: range, rank: int, reward: object = None) -> None:
+    import tracking_core as tc
+
     for step in steps:
         run.log_metrics(
             {"train/loss": 1.0 / (step + 1), "train/rank_seen": rank},
             step=step,
             step_key="train/step",
         )  # type: ignore[attr-defined]
+        if reward is not None:
+            with reward.timer("score", step=step):  # type: ignore[attr-defined]
+                time.sleep(0.05 * (rank + 1))
+            reward.log_metrics({"score": tc.Mean(score(rank, step), weight=rank + 1), "n": tc.Sum(rank + 1)}, step=step)  # type: ignore[attr-defined]
         time.sleep(STEP_SECONDS)
 
 
@@ -82,9 +96,13 @@ def main() -> int:
         driver = tracking_core.start_run(config={"job": "ppo", "nodes": 2, "lr": 1e-6})
         run = tracking_core.attach(role="actor", config={"lr": 1e-6, "tp": 1})
         report["run_id"] = driver.run_id
-        log_steps(run, range(steps), rank)
         if mode == "complete":
-            dist.barrier()  # the critic has logged every step
+            reward = tracking_core.attach(role="reward", collect=False)
+            log_steps(run, range(steps), rank, reward)
+            dist.barrier()  # the critic has logged every step, node1's reward rank has finished
+            reward.finish()
+        else:
+            log_steps(run, range(steps), rank)
         run.finish()
         if mode == "lost":
             wait_for("finish")
@@ -97,13 +115,15 @@ def main() -> int:
         report["run_id"] = run.run_id
         report["tracking_dir"] = str(getattr(run, "tracking_dir", ""))
         if mode == "complete":
-            log_steps(run, range(steps), rank)
+            reward = tracking_core.attach(role="reward", collect=False)
+            log_steps(run, range(steps), rank, reward)
+            reward.finish()  # publishes its last step
             say(f"report-{rank}.json", report)
             dist.barrier()
             return 0  # exits without finish: its writer delivers on the way out
         half = steps // 2
         log_steps(run, range(half), rank)
-        report["flushed"] = run.flush(timeout=120)
+        report["flushed"] = run.flush(timeout=float(os.environ.get("FLUSH_TIMEOUT", "120")))
         say("critic-flushed", report)
         wait_for("held")
         log_steps(run, range(half, steps), rank)

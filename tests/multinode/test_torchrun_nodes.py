@@ -12,6 +12,7 @@ from the launcher's job id. System metrics are on in both nodes.
 from __future__ import annotations
 
 import json
+import math
 import shlex
 import sys
 import time
@@ -202,6 +203,19 @@ def test_two_nodes_one_run_each_role_once(
         assert Counter(v for _, v in _history(uri, run.info.run_id, f"{role}/train/rank_seen")) == {
             float(rank): STEPS
         }
+    # one role across both nodes: its values reduced exactly over the two ranks, its phase timed
+    from tests.multinode.node_worker import score
+
+    scores = _history(uri, run.info.run_id, "reward/score")
+    assert [s for s, _ in scores] == list(range(STEPS)), scores
+    for step, value in scores:
+        assert math.isclose(value, (score(0, step) * 1 + score(1, step) * 2) / 3, rel_tol=1e-9), (step, value)
+    assert [v for _, v in _history(uri, run.info.run_id, "reward/n")] == [3.0] * STEPS
+    assert [v for _, v in _history(uri, run.info.run_id, "reward/perf/score/slowest_rank")] == [1.0] * STEPS
+    trace = json.loads(next(simulated_nodes[0].tracking_dir.rglob(f"runs/{run_id}/trace-reward.json")).read_text())
+    assert {(e["pid"], e["args"]["step"]) for e in trace["traceEvents"] if e["ph"] == "X"} == {
+        (r, s) for r in (0, 1) for s in range(STEPS)
+    }
     writers = _writers(run)
     by_role = {w["role"]: w for w in writers.values()}
     assert by_role["critic"]["host"] == "node1" and by_role["actor"]["host"] == "node0", writers

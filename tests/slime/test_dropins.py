@@ -379,6 +379,32 @@ def test_step_key_is_the_step_not_a_metric(tmp_path: Path) -> None:
     ]
 
 
+def test_slimes_timers_are_phases_of_the_trace_and_nothing_is_reduced_again(tmp_path: Path) -> None:
+    """slime's ``perf/<phase>_time`` values are logged as slime named them, and each is a span of
+    the role's phase trace ending at the call (a NaN, negative or infinite time is no span); no
+    ``perf/<phase>/*`` series is added."""
+    base = slime_args(tmp_path)
+    tracking.init_tracking(base)
+    rollout = copy.deepcopy(base)
+    tracking.init_tracking(rollout, primary=False)
+    for step in range(2):
+        tracking.log(rollout, {"perf/rollout_time": 2.0 + step, "perf/update_weights_time": 0.5,
+                               "perf/tokens_per_gpu_per_sec": 9.0, "rollout/step": step,
+                               "perf/nan_time": float("nan"), "perf/negative_time": -1.0,
+                               "perf/inf_time": float("inf")}, "rollout/step")  # fmt: skip
+    run_dir = tracking.current_run(rollout).handle.run_dir
+    tracking.finish_tracking(rollout)
+    tracking.reset()
+    trace = json.loads((run_dir / "trace-rollout.json").read_text())
+    spans = sorted((e["name"], e["args"]["step"], e["dur"]) for e in trace["traceEvents"] if e["ph"] == "X")
+    assert spans == [("rollout", 0, 2e6), ("rollout", 1, 3e6), ("update_weights", 0, 5e5), ("update_weights", 1, 5e5)]
+    records = read_run(Path(RunHandle.parse(base.tracking_run).backends["jsonl"]["dir"])).metrics
+    assert Counter(m["name"] for m in records) == {
+        "perf/rollout_time": 2, "perf/update_weights_time": 2, "perf/tokens_per_gpu_per_sec": 2,
+        "perf/nan_time": 2, "perf/negative_time": 2, "perf/inf_time": 2,
+    }  # fmt: skip  # a time that is no duration is logged as slime made it, never a span
+
+
 def test_slime_key_style_reproduces_slimes_config_keys(tmp_path: Path) -> None:
     base = slime_args(tmp_path, tracking_key_style="slime")
     handle, roles = run_slime_job(base, steps=1)

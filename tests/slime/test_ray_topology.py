@@ -51,6 +51,10 @@ GROUPS = (("actor", 2, 2, 1, 0), ("critic", 2, 1, 2, 1))
 ACTOR_METRICS = ("train/pg_loss", "train/pg_clipfrac", "train/grad_norm")
 CRITIC_METRICS = ("train/critic-value_loss", "train/critic-grad_norm")
 ROLLOUT_METRICS = ("rollout/raw_reward", "rollout/response_length")
+#: Reduced over each role's data-parallel group (one rank) and its phase's series: the values of
+#: the rank that counts (the actor's tensor-parallel rank 0, the critic's last pipeline stage).
+REDUCED = {"train/samples": 8.0, "train/critic-samples": 16.0}
+PHASES = tuple(f"perf/{role}_train/{s}" for role in ("actor", "critic") for s in ("max", "mean", "min", "slowest_rank"))
 
 
 def _free_port() -> int:
@@ -96,6 +100,16 @@ class MegatronRank:
         log_dict: dict[str, Any] = {f"train/{tag}{k}": 0.1 * (i + 1) + step for i, k in enumerate(keys)}
         log_dict["train/step"] = step
         log(self.args, log_dict, step_key="train/step")
+        # every rank of the role: a phase timed and a value summed over Megatron's data-parallel
+        # group (one rank here: tensor-parallel rank 1 and the first pipeline stage count nothing)
+        import tracking_core as tc
+
+        run = tracking.current_run(self.args)
+        with run.timer(f"{self.role}_train", step=step, step_key="train/step"):
+            time.sleep(0.01 * (self.rank + 1))
+        run.log_metrics({f"train/{tag}samples": tc.Sum(8 * (self.rank + 1))}, step=step, step_key="train/step")
+        if step == STEPS - 1:  # the last step's reduced values: published now, not at Ray's teardown
+            run.flush(timeout=30)
 
 
 class RolloutManagerActor:
@@ -220,7 +234,7 @@ def test_one_run_per_job_in_slimes_ray_topology(ray_job: dict[str, Any], tmp_pat
     for _ranks, infos in ray_job["groups"].values():
         assert all(i["run_env"] is None for i in infos)
 
-    expected_names = {*ACTOR_METRICS, *CRITIC_METRICS, *ROLLOUT_METRICS}
+    expected_names = {*ACTOR_METRICS, *CRITIC_METRICS, *ROLLOUT_METRICS, *REDUCED, *PHASES}
     for handle, tdir in ((default, default_dir), (styled, slime_dir)):
         run = read_run(Path(handle.backends["jsonl"]["dir"]))
         # exactly one run: one handle, one jsonl run, one writer per role
@@ -233,8 +247,16 @@ def test_one_run_per_job_in_slimes_ray_topology(ray_job: dict[str, Any], tmp_pat
         for m in run.metrics:
             axis = "rollout/step" if m["name"].startswith("rollout/") else "train/step"
             assert m["step_key"] == axis and m["role"] in ("actor", "critic", "rollout")
-            assert (m["role"] == "critic") == m["name"].startswith("train/critic-")
+            assert (m["role"] == "critic") == ("critic" in m["name"])
+            if m["name"] in REDUCED:
+                assert m["value"] == REDUCED[m["name"]], m
+            elif m["name"].endswith("/slowest_rank"):
+                assert m["value"] == {"actor": 0, "critic": 1}[m["role"]], m
         assert sorted({m["step"] for m in run.metrics}) == list(range(STEPS))
+        for role in ("actor", "critic"):  # each role's trace: its counted rank's spans
+            trace = json.loads((tdir / "runs" / handle.run_id / f"trace-{role}.json").read_text())
+            spans = {(e["pid"], e["args"]["step"]) for e in trace["traceEvents"] if e["ph"] == "X"}
+            assert spans == {({"actor": 0, "critic": 1}[role], s) for s in range(STEPS)}, (role, spans)
 
     # config keys by the convention: launch unprefixed, each role under its prefix
     run = read_run(Path(default.backends["jsonl"]["dir"]))

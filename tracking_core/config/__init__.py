@@ -20,28 +20,60 @@ params can hold), from the plain, redacted section built here.
 
 from __future__ import annotations
 
-from .convert import Conversion, to_plain
-from .diff import Change, ConfigDiff, diff_command, diff_configs, load_config_values
-from .keys import KEY_STYLES, LAUNCH, build_section, key_prefix, namespace_for
-from .secrets import (
-    Redactor,
-    classify_name,
-    default_redactor,
-    fingerprint,
-    redact,
-    redact_argv,
-    redact_name,
-    redact_text,
-)
-from .shaping import (
-    CONFIG_FORMAT,
-    TRACKING_GROUP,
-    artifact_path,
-    config_json,
-    config_text,
-    job_params,
-    json_text,
-)
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .convert import Conversion, to_plain
+    from .diff import Change, ConfigDiff, diff_command, diff_configs, load_config_values
+    from .keys import KEY_STYLES, LAUNCH, build_section, key_prefix, namespace_for
+    from .secrets import (
+        Redactor,
+        classify_name,
+        default_redactor,
+        fingerprint,
+        redact,
+        redact_argv,
+        redact_name,
+        redact_text,
+    )
+    from .shaping import (
+        CONFIG_FORMAT,
+        TRACKING_GROUP,
+        artifact_path,
+        config_json,
+        config_text,
+        job_params,
+        json_text,
+    )
+
+#: Each name and its module, imported on first use: a module that needs only the redaction
+#: (``from tracking_core.config.secrets import redact_text``) does not pay for the diff's.
+_LAZY = {
+    **dict.fromkeys(("Conversion", "to_plain"), ".convert"),
+    **dict.fromkeys(("Change", "ConfigDiff", "diff_command", "diff_configs", "load_config_values"), ".diff"),
+    **dict.fromkeys(("KEY_STYLES", "LAUNCH", "build_section", "key_prefix", "namespace_for"), ".keys"),
+    **dict.fromkeys(
+        ("Redactor", "classify_name", "default_redactor", "fingerprint", "redact", "redact_argv", "redact_name",
+         "redact_text"),
+        ".secrets",
+    ),
+    **dict.fromkeys(
+        ("CONFIG_FORMAT", "TRACKING_GROUP", "artifact_path", "config_json", "config_text", "job_params", "json_text"),
+        ".shaping",
+    ),
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "CONFIG_FORMAT",

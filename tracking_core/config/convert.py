@@ -25,10 +25,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import datetime
-import decimal
 import enum
-import fractions
 import functools
 import inspect
 import json
@@ -37,7 +34,6 @@ import os
 import re
 import sys
 import types
-import uuid
 from collections.abc import Iterator, Mapping, Sequence, Set
 from dataclasses import dataclass
 from typing import Any
@@ -73,6 +69,15 @@ class Conversion:
         """The conversion as plain JSON data, for a section's report."""
         return {"path": self.path, "from_type": self.from_type, "to": self.to, "note": self.note}
 
+
+
+def _loaded(module: str, *names: str) -> tuple[Any, ...]:
+    """The types ``names`` of ``module`` if it is imported, else none: a value cannot be a
+    ``datetime`` or a ``UUID`` unless its module is loaded, and importing ``datetime``,
+    ``decimal``, ``fractions`` and ``uuid`` here would cost every training process several
+    milliseconds for types its config rarely holds."""
+    found = sys.modules.get(module)
+    return tuple(getattr(found, name) for name in names) if found is not None else ()
 
 def child_path(parent: str, key: str) -> str:
     """The path of mapping key ``key`` under ``parent``."""
@@ -200,8 +205,10 @@ class _Converter:
         # id() of every container on the current path -> its path, to cut cycles.
         self.active: dict[int, str] = {}
 
-    def note(self, path: str, value: Any, result: Any, note: str) -> None:
+    def note(self, path: str, value: Any, result: Any, note: str) -> Any:
+        """Record that ``value`` became ``result``; returns ``result``."""
         self.conversions.append(Conversion(path, type_name(value), _plain_name(result), note))
+        return result
 
     # -- entry points --------------------------------------------------------------------------
 
@@ -247,9 +254,7 @@ class _Converter:
             return self._omegaconf(value, path, depth)
         if isinstance(value, enum.Enum):
             name = value.name if value.name is not None else str(value.value)
-            result = f"{type(value).__name__}.{name}"
-            self.note(path, value, result, "enum member as ClassName.member")
-            return result
+            return self.note(path, value, f"{type(value).__name__}.{name}", "enum member as ClassName.member")
         if isinstance(value, Mapping):
             result = self._mapping(value, path, depth, None)
             if type(value) is not dict and isinstance(result, dict):
@@ -278,15 +283,11 @@ class _Converter:
             self.note(path, value, result, "path as text")
             return _text(result, path, self.conversions)
         if module == "torch" and type(value).__name__ in _TORCH_BY_STR:
-            result = str(value)
-            self.note(path, value, result, f"torch.{type(value).__name__} as text")
-            return result
+            return self.note(path, value, str(value), f"torch.{type(value).__name__} as text")
         if _is_array_like(value):
             return self._array(value, path, depth)
         if module.startswith("numpy") and hasattr(value, "kind") and hasattr(value, "itemsize"):
-            result = str(value)
-            self.note(path, value, result, "numpy dtype as text")
-            return result
+            return self.note(path, value, str(value), "numpy dtype as text")
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
             names = [f.name for f in dataclasses.fields(value)]
             return self._attrs(value, _getattrs(value, names), path, depth, "dataclass")
@@ -296,9 +297,7 @@ class _Converter:
         if fields is not None:
             return self._attrs(value, fields, path, depth, "pydantic model")
         if isinstance(value, type) or _is_function_like(value):
-            result = _qualified_name(value)
-            self.note(path, value, result, "callable as its qualified name")
-            return result
+            return self.note(path, value, _qualified_name(value), "callable as its qualified name")
         if inspect.isgenerator(value) or inspect.iscoroutine(value) or inspect.isasyncgen(value):
             name = getattr(value, "__qualname__", None) or type(value).__name__
             result = f"<{type(value).__name__} {name}>"
@@ -307,35 +306,24 @@ class _Converter:
                 value.close()  # no "never awaited" warning for a coroutine we only looked at
             return result
         if isinstance(value, (range, slice)):
-            result = repr(value)
-            self.note(path, value, result, "range as its repr")
-            return result
-        if isinstance(value, (datetime.datetime, datetime.date, datetime.time)):
-            result = value.isoformat()
-            self.note(path, value, result, "date/time as ISO 8601 text")
-            return result
-        if isinstance(value, datetime.timedelta):
+            return self.note(path, value, repr(value), "range as its repr")
+        if isinstance(value, _loaded("datetime", "datetime", "date", "time")):
+            return self.note(path, value, value.isoformat(), "date/time as ISO 8601 text")
+        if isinstance(value, _loaded("datetime", "timedelta")):
             seconds = value.total_seconds()
             self.note(path, value, seconds, "timedelta as seconds")
             return seconds
-        if isinstance(value, (decimal.Decimal, fractions.Fraction, complex, uuid.UUID)):
-            result = str(value)
-            self.note(path, value, result, "exact number or UUID as text")
-            return result
+        if isinstance(value, (complex, *_loaded("decimal", "Decimal"), *_loaded("fractions", "Fraction"),
+                              *_loaded("uuid", "UUID"))):
+            return self.note(path, value, str(value), "exact number or UUID as text")
         if isinstance(value, re.Pattern):
-            result = value.pattern if isinstance(value.pattern, str) else repr(value.pattern)
-            self.note(path, value, result, "compiled regex as its pattern")
-            return result
+            return self.note(path, value, value.pattern if isinstance(value.pattern, str) else repr(value.pattern), "compiled regex as its pattern")
         if isinstance(value, Iterator):
-            result = f"<iterator {type_name(value)}>"
-            self.note(path, value, result, "iterator not consumed")
-            return result
+            return self.note(path, value, f"<iterator {type_name(value)}>", "iterator not consumed")
         if isinstance(value, Sequence):
             return self._sequence(value, path, depth, f"{type_name(value)} as list")
         if callable(value) and hasattr(value, "__qualname__"):
-            result = _qualified_name(value)
-            self.note(path, value, result, "callable as its qualified name")
-            return result
+            return self.note(path, value, _qualified_name(value), "callable as its qualified name")
         return self._opaque(value, path)
 
     # -- kinds ---------------------------------------------------------------------------------
@@ -343,9 +331,7 @@ class _Converter:
     def _opaque(self, value: Any, path: str) -> str:
         text = _safe_repr(value)
         if text is None:
-            result = f"<unrepresentable {type_name(value)}>"
-            self.note(path, value, result, "repr and str both raised; kept the type name")
-            return result
+            return self.note(path, value, f"<unrepresentable {type_name(value)}>", "repr and str both raised; kept the type name")
         self.note(path, value, text, "object as its repr (addresses removed)")
         return _text(text, path, self.conversions)
 
@@ -355,9 +341,7 @@ class _Converter:
             self.note(path, value, result, "str subclass as str")
             return _text(result, path, self.conversions)
         if isinstance(value, int):
-            result = int.__index__(value)
-            self.note(path, value, result, "int subclass as int")
-            return result
+            return self.note(path, value, int.__index__(value), "int subclass as int")
         result = float.__float__(value)
         self.note(path, value, result, "float subclass (e.g. numpy.float64) as float")
         return _float(result, path, self.conversions, type_name(value))
@@ -365,21 +349,15 @@ class _Converter:
     def _bytes(self, value: Any, path: str) -> str:
         raw = bytes(value)
         try:
-            result = raw.decode("utf-8")
-            self.note(path, value, result, "bytes decoded as UTF-8")
-            return result
+            return self.note(path, value, raw.decode("utf-8"), "bytes decoded as UTF-8")
         except UnicodeDecodeError:
-            result = "0x" + raw[:512].hex() + ("…" if len(raw) > 512 else "")
-            self.note(path, value, result, f"{len(raw)} non-UTF-8 bytes as hex")
-            return result
+            return self.note(path, value, "0x" + raw[:512].hex() + ("…" if len(raw) > 512 else ""), f"{len(raw)} non-UTF-8 bytes as hex")
 
     def _array(self, value: Any, path: str, depth: int) -> Any:
         shape = tuple(int(n) for n in value.shape)
         if shape == ():
             item = value.item()
-            result = self.value(item, path, depth + 1)
-            self.note(path, value, result, "0-d array or scalar as its item")
-            return result
+            return self.note(path, value, self.value(item, path, depth + 1), "0-d array or scalar as its item")
         dtype = str(value.dtype)
         size = math.prod(shape)
         text = f"{type_name(value)}(shape={list(shape)}, dtype={dtype}"
@@ -390,9 +368,7 @@ class _Converter:
                 items = None
             if items is not None:
                 text += f", values={items}"
-        result = text + ")"
-        self.note(path, value, result, "array as a shape/dtype summary")
-        return result
+        return self.note(path, value, text + ")", "array as a shape/dtype summary")
 
     def _set(self, value: Any, path: str, depth: int) -> Any:
         marker = self._enter(value, path, depth)

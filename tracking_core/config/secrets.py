@@ -362,18 +362,17 @@ class Redactor:
         use_env: bool = True,
         fingerprint: bool = True,
     ) -> None:
-        pattern_list = [_compile(p, "patterns") for p in patterns]
-        secret_key_list = [_compile(p, "secret_keys", re.IGNORECASE) for p in secret_keys]
-        allow = [str(k) for k in allow_keys]
-        if use_env:
-            for text in _split_list(settings.get(PATTERNS_ENV) or ""):
-                pattern_list.append(_compile(text, PATTERNS_ENV))
-            for text in _split_list(settings.get(SECRET_KEYS_ENV) or ""):
-                secret_key_list.append(_compile(text, SECRET_KEYS_ENV, re.IGNORECASE))
-            allow.extend(_split_list(settings.get(ALLOW_KEYS_ENV) or ""))
-        self.patterns: tuple[re.Pattern[str], ...] = tuple(pattern_list)
-        self.secret_keys: tuple[re.Pattern[str], ...] = tuple(secret_key_list)
-        self.allow_keys: tuple[str, ...] = tuple(allow)
+        def env(name: str) -> list[str]:
+            return _split_list(settings.get(name) or "") if use_env else []
+
+        self.patterns = tuple(
+            [_compile(p, "patterns") for p in patterns] + [_compile(p, PATTERNS_ENV) for p in env(PATTERNS_ENV)]
+        )
+        self.secret_keys = tuple(
+            [_compile(p, "secret_keys", re.IGNORECASE) for p in secret_keys]
+            + [_compile(p, SECRET_KEYS_ENV, re.IGNORECASE) for p in env(SECRET_KEYS_ENV)]
+        )
+        self.allow_keys = allow = (*map(str, allow_keys), *env(ALLOW_KEYS_ENV))
         self.fingerprint = fingerprint
         # key name -> (the key with secret shapes replaced, name_kind): keys repeat across
         # sections and calls, so both answers are kept (bounded, see _key_info).
@@ -681,17 +680,13 @@ def _copy(value: Any) -> Any:
     return value
 
 
-_default: tuple[tuple[str, str, str], Redactor] | None = None
+_default: tuple[tuple[str, ...], Redactor] | None = None
 
 
 def default_redactor() -> Redactor:
     """A :class:`Redactor` with the built-in rules and the environment's additions (cached)."""
     global _default
-    env = (
-        (settings.get(PATTERNS_ENV) or ""),
-        (settings.get(ALLOW_KEYS_ENV) or ""),
-        (settings.get(SECRET_KEYS_ENV) or ""),
-    )
+    env = tuple(settings.get(name) or "" for name in (PATTERNS_ENV, ALLOW_KEYS_ENV, SECRET_KEYS_ENV))
     cached = _default
     if cached is not None and cached[0] == env:
         return cached[1]

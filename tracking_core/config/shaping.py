@@ -5,7 +5,8 @@ Every backend keeps each namespace whole, whatever its tracker's own rules leave
 * :func:`config_json`: the complete namespace and the pipeline's report, losslessly, as one JSON
   document, stored as the run artifact (or run file) :func:`artifact_path`
   (``config/<namespace>.json``);
-* :func:`config_text`: the namespace as a markdown table, for trackers that show text;
+* :func:`config_text`: the namespace as a markdown table, for trackers that show text, without
+  the tracking options left unset (:func:`shown_values`: what ``show`` prints too);
 * :func:`json_text`: one value as compact JSON, the text form trackers that store strings use;
 * :func:`job_params`: the params that hold the job: no tracking option (where the data goes) in
   any role's params, the set ones once in the launch config's ``tracking/`` group, no null value.
@@ -22,7 +23,7 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from ..names import path_part
-from ..records import ConfigSection
+from ..records import CONFIG_FORMAT, ConfigSection
 from .convert import to_plain
 
 __all__ = [
@@ -33,12 +34,14 @@ __all__ = [
     "config_text",
     "job_params",
     "json_text",
+    "shown_values",
 ]
 
-#: Format tag of :func:`config_json` documents.
-CONFIG_FORMAT = "tracking-core/config@1"
 #: The prefix of the launch config's params that hold the tracking options.
 TRACKING_GROUP = "tracking/"
+#: The report entry that names a section's tracking options left unset (null): kept in
+#: ``values`` (the JSON artifact is lossless), left out of the config text and ``show``.
+UNSET_TRACKING = "unset_tracking_options"
 
 
 def job_params(section: ConfigSection, tracking: Collection[str]) -> ConfigSection:
@@ -51,7 +54,11 @@ def job_params(section: ConfigSection, tracking: Collection[str]) -> ConfigSecti
     is null is no param either: it says nothing a tracker's params can show. ``values`` is left
     whole, so the JSON artifact and the config text keep every key; a section that goes to its
     JSON artifact only (no params: the launch config in the ``slime`` key style) stays so.
+    The tracking options left unset are named in the report (:data:`UNSET_TRACKING`).
     """
+    unset = sorted(name for name, value in section.values.items() if value is None and name in tracking)
+    if unset:
+        section = dataclasses.replace(section, report={**section.report, UNSET_TRACKING: unset})
     if not section.params:
         return section
     prefix = section.prefix
@@ -124,24 +131,28 @@ def _md_code(text: str) -> str:
 
 
 def config_text(section: ConfigSection) -> str:
-    """The whole namespace as markdown, for trackers that show text.
+    """The namespace as markdown, for trackers that show text.
 
     One table row per top-level key (with the namespace's prefix), values as compact JSON, then
-    the conversions and redactions of the report.
+    the conversions and redactions of the report. The tracking options left unset are counted,
+    not listed (:func:`shown_values`); the lossless copy keeps them.
     """
     prefix = section.prefix
+    values = shown_values(section.values, section.report)
+    hidden = len(section.values) - len(values)
     lines = [
         f"### config: {_md(section.namespace)}",
         "",
-        f"{len(section.values)} keys"
+        f"{len(values)} keys"
         + (f", prefix `{prefix}`" if prefix else "")
-        + (", logged as parameters" if section.params else ", not logged as parameters")
+        + (f", {len(section.params)} logged as parameters" if section.params else ", not logged as parameters")
+        + (f"; {hidden} unset tracking options not shown" if hidden else "")
         + f"; lossless copy: {_md(artifact_path(section))}",
         "",
         "| key | value |",
         "|---|---|",
     ]
-    for key, value in section.values.items():
+    for key, value in values.items():
         lines.append(f"| {_md_code(prefix + key)} | {_md_code(json_text(value))} |")
     report = section.report or {}
     conversions = report.get("conversions") or []
@@ -169,19 +180,18 @@ def config_text(section: ConfigSection) -> str:
     return "\n".join(lines) + "\n"
 
 
+def shown_values(values: Mapping[str, Any], report: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``values`` without the tracking options the report names as unset (:data:`UNSET_TRACKING`):
+    what a reader of the config is shown."""
+    unset = set((report or {}).get(UNSET_TRACKING) or ())
+    return {key: value for key, value in values.items() if key not in unset}
+
+
 def config_json(section: ConfigSection) -> str:
     """The lossless JSON artifact of a namespace: its values and the pipeline's report.
 
     ASCII-only (non-ASCII characters escaped), so writing it never depends on the locale.
-    Read it back with :func:`json.loads`; ``values`` is the namespace.
+    Read it back with :func:`json.loads`; ``values`` is the namespace. Made once per section
+    (:attr:`ConfigSection.json`).
     """
-    doc = {
-        "format": CONFIG_FORMAT,
-        "namespace": section.namespace,
-        "role": section.role,
-        "prefix": section.prefix,
-        "logged_as_params": bool(section.params),
-        "values": dict(section.values),
-        "report": dict(section.report or {}),
-    }
-    return _dumps(doc, sort_keys=True, indent=1, ensure_ascii=True) + "\n"
+    return section.json

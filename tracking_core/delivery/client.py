@@ -26,7 +26,9 @@ A child that dies is started again, up to :data:`MAX_RESTARTS` times; the new on
 the journal's acknowledgements and gets any request still waiting for an answer. The child says
 before and after each call into a tracker whose code runs (``call`` events), so a child that
 kills itself (a segfault or ``abort()`` in a tracker's C extension) is charged to the tracker(s)
-inside a call then, not to the others: restarts are counted per tracker, and one that brought
+inside a call on the thread the fatal signal hit (the report :mod:`faulthandler` writes, or
+the interpreter's own "Fatal Python error" in the child's log), not to the others, and not to any
+tracker when that thread was in none of their calls: restarts are counted per tracker, and one that brought
 the child down :data:`MAX_RESTARTS` times is left out of the next child (its records stay in the
 journal for ``tracking-core sync``; the summary says so) while the other trackers go on live. A child that
 cannot start at all (it dies before saying it is ready) is replaced by the same follower on a
@@ -55,7 +57,6 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..config.secrets import redact_argv
-from .failures import extra_of
 from .messages import (
     Call,
     Done,
@@ -90,11 +91,20 @@ FINISH_MARGIN = 0.3
 KEEPER = str(Path(__file__).with_name("keeper.py"))
 #: Deaths a process inflicts on itself (a crash in native code, ``abort()``): charged to the
 #: tracker whose code ran. A SIGKILL or SIGTERM comes from outside (the OOM killer, a person).
-#: The thread a fatal signal hit, as :mod:`faulthandler` reports it.
-CRASHED_THREAD = re.compile(r"^Current thread (0x[0-9a-fA-F]+)", re.MULTILINE)
+#: The thread a fatal signal hit, as :mod:`faulthandler` (or a fatal error) reports it, and
+#: its innermost frame.
+CRASHED_THREAD = re.compile(r"^Current thread (0x[0-9a-fA-F]+)[^\n]*\n(?:\s*(.+))?", re.MULTILINE)
+FATAL_ERROR = re.compile(r"^Fatal Python error: (.+)$", re.MULTILINE)
+FRAME = re.compile(r'File "(.+)", line (\d+) in (\S+)')
+#: How much of a dead child's log is read for its fatal error report.
+CRASH_REPORT_MAX = 1 << 16
 SELF_INFLICTED = frozenset(
     int(getattr(signal, name)) for name in ("SIGSEGV", "SIGABRT", "SIGBUS", "SIGILL", "SIGFPE", "SIGSYS", "SIGTRAP") if hasattr(signal, name)
 )
+
+
+#: The numbers of requests that wait for an answer.
+_IDS = itertools.count(1)
 
 
 @dataclass
@@ -113,7 +123,6 @@ class ProcessDelivery:
         self._on_opened = on_opened
         self._fallback = fallback
         self._local: Delivery | None = None
-        self._ids = itertools.count(1)
         self._waiting: dict[int, _Waiting] = {}
         self._lock = threading.Lock()
         self._report: dict[str, Any] = {}
@@ -125,6 +134,11 @@ class ProcessDelivery:
         self.pid: int | None = None
         self._spawn()
 
+    @property
+    def serves(self) -> str:
+        """Which writer this delivery process serves, for every message about its end."""
+        return _serves(self.plan)
+
     # -- the child ---------------------------------------------------------------------------
     def _spawn(self) -> None:
         env = dict(os.environ)
@@ -135,6 +149,8 @@ class ProcessDelivery:
         # training ends, however long delivery goes on (or if it is stopped). A backend that
         # writes to the terminal (the console) keeps this process's stderr instead.
         log_fd, self.log_path = (None, None) if self.plan.terminal else _open_log(self.plan)
+        # Where this child's own output starts in the log (a restarted child appends to it).
+        self._log_start = os.fstat(log_fd).st_size if log_fd is not None else 0
         # The delivery process watches this process through it (see the module docstring).
         training_fd = _own_pidfd()
         first = Start(
@@ -238,7 +254,7 @@ class ProcessDelivery:
             else:
                 self._inside.pop(event.backend, None)
         elif isinstance(event, Log):
-            logging.getLogger(event.name).log(event.level, "%s", event.msg, extra=extra_of(event.wire()))
+            event.emit()
         elif isinstance(event, Ready):
             self._ready = True
         elif isinstance(event, Started):
@@ -246,13 +262,13 @@ class ProcessDelivery:
 
     def _ended(self, code: int | None) -> None:
         if self._done:
-            _crashed_thread(self._crash_fd)  # closes it
+            _read_and_close(self._crash_fd)
             return
         # A tracker that brought the child down is charged first, even before the child said it
         # was ready: such a child must never be replaced by threads of this process.
-        culprits = self._culprits(code)
+        culprits, how = self._culprits(code)
         if culprits:
-            self._charge(culprits, code)
+            self._charge(culprits, code, how)
             if not self.plan.backends:
                 self._give_up()
                 return
@@ -261,9 +277,10 @@ class ProcessDelivery:
             return
         if not self._ready:
             log.warning(
-                "tracking-core's delivery process could not start (exit code %s; its errors are "
+                "tracking-core's delivery process for %s could not start (%s; its errors are "
                 "in %s); delivering on threads of this process instead",
-                code,
+                self.serves,
+                how,
                 self.log_path or "this process's stderr",
             )
             self._local = self._fallback()
@@ -271,9 +288,10 @@ class ProcessDelivery:
             return
         if self.restarts >= MAX_RESTARTS:
             log.warning(
-                "tracking-core's delivery process ended unexpectedly (exit code %s) after %d "
+                "tracking-core's delivery process for %s ended unexpectedly (%s) after %d "
                 "restarts; what this process logs from now on stays in its journal: run `%s`",
-                code,
+                self.serves,
+                how,
                 self.restarts,
                 _sync_command(self.plan),
             )
@@ -281,9 +299,10 @@ class ProcessDelivery:
             return
         self.restarts += 1
         log.warning(
-            "tracking-core's delivery process ended unexpectedly (exit code %s); starting it "
+            "tracking-core's delivery process for %s ended unexpectedly (%s); starting it "
             "again (%d of %d): it resumes from the journal",
-            code,
+            self.serves,
+            how,
             self.restarts,
             MAX_RESTARTS,
         )
@@ -299,36 +318,65 @@ class ProcessDelivery:
         for pending in waiting:
             pending.answered.set()
 
-    def _culprits(self, code: int | None) -> dict[str, str]:
-        """The tracker whose code crashed the child: the one in a call on the thread the fatal
-        signal hit, else (no report of it) every tracker in a call then. None for a death from
-        outside, or one outside any tracker call."""
+    def _culprits(self, code: int | None) -> tuple[dict[str, str], str]:
+        """The trackers whose code crashed the child (tracker -> the call), and how it ended,
+        in words. A fatal signal is charged to the tracker in a call on the thread it hit; to
+        none when that thread was in no tracker's call; to every tracker in a call only when no
+        report says which thread it hit. A death from outside, or an exit, is no tracker's."""
         inside, self._inside = self._inside, {}
-        crashed = _crashed_thread(self._crash_fd)
-        if code is None or code == 0 or (code < 0 and -code not in SELF_INFLICTED):
-            return {}
-        exact = {name: hook for name, (hook, thread) in inside.items() if thread == crashed}
-        return exact or {name: hook for name, (hook, _) in inside.items()}
+        report = self._crash_report()
+        how = describe_exit(code)
+        if code is None or code >= 0 or -code not in SELF_INFLICTED:
+            return {}, how
+        found = CRASHED_THREAD.search(report)
+        if found is None:
+            culprits = {name: hook for name, (hook, _) in inside.items()}
+        else:
+            culprits = {name: hook for name, (hook, thread) in inside.items() if thread == int(found.group(1), 16)}
+        if culprits:
+            calls = ", ".join(f"tracker {name!r} in its {hook} call" for name, hook in sorted(culprits.items()))
+            return culprits, f"{how}, {calls}"
+        fatal, frame = FATAL_ERROR.search(report), found and FRAME.match(found.group(2) or "")
+        where = [f"Fatal Python error: {fatal.group(1).strip()[:120]}"] if fatal else []
+        where += [f"in {frame.group(3)} ({Path(frame.group(1)).name}:{frame.group(2)})"] if frame else []
+        kept = f"; its report: {self.log_path}" if self.log_path and report else ""
+        return {}, f"{how}, outside any tracker call: {', '.join(where) or 'no report of where'}; no tracker is blamed{kept}"
 
-    def _charge(self, culprits: dict[str, str], code: int | None) -> None:
+    def _crash_report(self) -> str:
+        """What the dead child said of its fatal signal: :mod:`faulthandler`'s report (then
+        added to the child's log, where it stays), else what its log holds since it started (the
+        interpreter writes a fatal error there itself, with :mod:`faulthandler` disabled)."""
+        report = _read_and_close(self._crash_fd)
+        if CRASHED_THREAD.search(report) or self.log_path is None:
+            if report and self.log_path is not None:
+                with contextlib.suppress(OSError), open(self.log_path, "a", encoding="utf-8") as out:
+                    out.write(report)
+            return report
+        try:
+            with open(self.log_path, "rb") as log_file:
+                size = os.fstat(log_file.fileno()).st_size
+                log_file.seek(max(self._log_start, size - CRASH_REPORT_MAX))
+                return log_file.read().decode(errors="replace")
+        except OSError:
+            return report
+
+    def _charge(self, culprits: dict[str, str], code: int | None, how: str) -> None:
         """Count the death against each tracker inside a call; leave out of the next child the
         ones that brought it down :data:`MAX_RESTARTS` times."""
-        how = describe_exit(code)
         for name, hook in sorted(culprits.items()):
             self.crashes[name] += 1
             if self.crashes[name] < MAX_RESTARTS:
                 log.warning(
-                    "tracking-core's delivery process ended (%s) inside backend %r's %s; starting "
-                    "it again (%d of %d for %r): it resumes from the journal",
+                    "tracking-core's delivery process for %s ended (%s); starting it again "
+                    "(%d of %d for tracker %r): it resumes from the journal",
+                    self.serves,
                     how,
-                    name,
-                    hook,
                     self.crashes[name],
                     MAX_RESTARTS,
                     name,
                 )
                 continue
-            why = f"its client ended the delivery process {self.crashes[name]} times ({how} in {hook})"
+            why = f"its client ended the delivery process {self.crashes[name]} times ({describe_exit(code)} in its {hook} call)"
             self.plan.left_out[name] = why
             self.plan.backends = [b for b in self.plan.backends if b.name != name]
             others = ", ".join(b.name for b in self.plan.backends)
@@ -395,12 +443,12 @@ class ProcessDelivery:
         return pending.answer
 
     def drain(self, target_n: int, timeout: float | None) -> bool:
-        answer = self._request(Drain(next(self._ids), target_n, timeout))
+        answer = self._request(Drain(next(_IDS), target_n, timeout))
         return answer is not None and answer.ok
 
     def finish(self, end_n: int, timeout: float) -> dict[str, Any]:
         # The child answers within its own bound, leaving time for the answer to arrive.
-        answer = self._request(Finish(next(self._ids), end_n, max(0.0, timeout - FINISH_MARGIN)))
+        answer = self._request(Finish(next(_IDS), end_n, max(0.0, timeout - FINISH_MARGIN)))
         self._done = True
         report = answer.report if answer is not None else None
         if report is None:  # no answer in time: what the child said last, and that it is not done
@@ -513,20 +561,27 @@ def _crash_report_file() -> int | None:
     return fd
 
 
-def _crashed_thread(fd: int | None) -> int | None:
-    """The thread ``faulthandler`` says a fatal signal hit, from the child's report in ``fd``
-    (which is closed)."""
+def _read_and_close(fd: int | None) -> str:
+    """The child's fatal-signal report in ``fd`` (which is closed); empty when there is none."""
     if fd is None:
-        return None
+        return ""
     try:
-        text = os.pread(fd, 1 << 16, 0).decode(errors="replace")
+        return os.pread(fd, CRASH_REPORT_MAX, 0).decode(errors="replace")
     except OSError:
-        return None
+        return ""
     finally:
         with contextlib.suppress(OSError):
             os.close(fd)
-    found = CRASHED_THREAD.search(text)
-    return int(found.group(1), 16) if found else None
+
+
+def _serves(plan: Plan) -> str:
+    """The writer a delivery process serves, as its messages name it: its role and rank, or
+    the driver, and its label (``actor rank 0 (actor-r0-p4242)``)."""
+    context = plan.backends[0].context if plan.backends else {}
+    label = context.get("label") or (Path(plan.folder).name if plan.folder else None)
+    role, rank = context.get("role"), context.get("rank")
+    who = "the driver" if context.get("primary") or not role else f"{role} rank {rank if rank is not None else 0}"
+    return f"{who} ({label})" if label else who
 
 
 def describe_exit(code: int | None) -> str:

@@ -249,13 +249,6 @@ _DECODERS: dict[str, Any] = {tag: cls.decode for cls, tag in TAGS.items()}  # ty
 _DECODERS[TAGS[Row]] = _row
 
 
-def tag_of(entry: Entry) -> str:
-    """The tag ``entry`` has on disk."""
-    if isinstance(entry, (Unknown, Damaged)):
-        return entry.tag
-    return TAGS[type(entry)]
-
-
 def decode(obj: Mapping[str, Any]) -> Entry:
     """The typed entry of a journal line (as :func:`~tracking_core.delivery.journal.parse_line`
     gives it: ``n`` an int, ``t`` a str). Never raises."""

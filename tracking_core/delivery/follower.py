@@ -24,14 +24,12 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..context import RunContext
 from ..files import close_quietly, replace_text
 from ..plugins import PluginManager
-from ..registry import BackendSpec
 from . import snapshot
 from .journal import (
     FOLLOWER_LOCK,
@@ -47,7 +45,8 @@ from .journal import (
     segments,
     try_lock,
 )
-from .progress import Progress
+from .plan import Plan, context_from_dict
+from .progress import BackendProgress, Progress
 from .stream import Message, Stream
 from .worker import BackendSlot, BackendWorker
 
@@ -138,63 +137,51 @@ def end_of(folder: Path, status: str) -> int:
 
 
 class Follower:
-    """Delivers the journal in ``folder`` (None: records arrive only in memory).
+    """Delivers the journal of ``plan`` (its ``folder`` None: records arrive only in memory).
 
     ``lock_fd``: the journal's lock, already taken (:func:`take_over`); otherwise it is taken
-    here, waiting up to ``lock_timeout``. ``left_out``: backends of the journal that get no worker
-    here, and why; they count for the completion rule and show in the report. ``owner``: this
-    follower deletes finished segments and, at the end, the complete journal (a process that
-    delivers one backend for ``tracking-core sync`` is no owner: the sync decides). ``acks``:
+    here, waiting up to ``lock_timeout``. The plan's ``left_out``: backends of the journal that
+    get no worker here, and why; they count for the completion rule and show in the report.
+    ``owner`` (not a ``replay`` plan): this follower deletes finished segments and, at the end,
+    the complete journal (a process that delivers one backend for ``tracking-core sync`` is no
+    owner: the sync decides). ``acks``:
     where progress goes (default: the journal's ``acks.json``). ``on_call(backend, hook)`` hears
     each tracker call begin, ``on_call(backend, None)`` its end."""
 
     def __init__(
         self,
-        folder: Path | None,
-        *,
-        specs: Sequence[BackendSpec],
-        contexts: Mapping[str, RunContext],
-        entries: Mapping[str, Mapping[str, Any]],
-        actions: Mapping[str, str],
+        plan: Plan,
         manager: PluginManager,
-        prefix: str,
-        poll: float,
+        *,
         on_opened: Callable[[str, Any], None] | None = None,
         lock_timeout: float = 0.0,
-        pending: set[str] | frozenset[str] = frozenset(),
-        handle_file: Path | None = None,
         lock_fd: int | None = None,
-        left_out: Mapping[str, str] | None = None,
-        owner: bool = True,
         acks: Acks | None = None,
         on_call: Callable[[str, str | None], None] | None = None,
-        writer: Mapping[str, Any] | None = None,
     ) -> None:
-        self.folder = folder
+        self.plan = plan
+        self.folder = folder = Path(plan.folder) if plan.folder else None
         self.spill = spill_of(folder)
         if lock_fd is None and folder is not None:
-            lock_fd = self._take_lock(folder, lock_timeout)
+            lock_fd = take_over(folder, lock_timeout)
         self._lock_fd = lock_fd
-        self.left_out = {name: why for name, why in (left_out or {}).items() if name not in {s.name for s in specs}}
-        self.owner = owner
-        self.names = [s.name for s in specs] + list(self.left_out)
+        names = [b.name for b in plan.backends]
+        self.left_out = {name: why for name, why in plan.left_out.items() if name not in names}
+        self.owner = not plan.replay
+        self.names = names + list(self.left_out)
         self.acks = acks if acks is not None else Acks(folder, self.names)
-        self.workers: dict[str, BackendWorker] = {}
         start = self._done_through()
-        for spec in specs:
-            slot = BackendSlot(spec, contexts[spec.name], manager, on_call=on_call)
-            self.workers[spec.name] = BackendWorker(
-                slot,
+        self.workers = {
+            b.name: BackendWorker(
+                BackendSlot(spec, context_from_dict(b.context), manager, on_call=on_call),
+                plan,
+                b,
                 Stream(folder, spill=self.spill, start=start),
                 self.acks,
-                action=actions.get(spec.name, "attach"),
-                entry=entries.get(spec.name) or {},
-                prefix=prefix,
-                poll=poll,
-                on_opened=on_opened,
-                handle_file=handle_file if spec.name in pending else None,
-                writer=writer,
+                on_opened,
             )
+            for b, spec in zip(plan.backends, manager.select(names), strict=True)
+        }
         self.end_n: int | None = None
         self._replaying = False  # the writer is gone: nobody waits on this follower's finish
         self.finished: dict[str, Any] | None = None
@@ -206,20 +193,6 @@ class Follower:
         self._housekeeper = threading.Thread(
             target=self._housekeeping, name="tracking-core-follower", daemon=True
         )
-
-    @staticmethod
-    def _take_lock(folder: Path, timeout: float) -> int:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                fd = try_lock(folder / FOLLOWER_LOCK)
-            except FileNotFoundError:
-                raise JournalGone(f"the journal folder {folder} is gone") from None
-            if fd is not None:
-                return fd
-            if time.monotonic() >= deadline:
-                raise FollowerBusy(f"another process is delivering the journal {folder}")
-            time.sleep(0.05)
 
     def start(self) -> Follower:
         for worker in self.workers.values():
@@ -262,7 +235,7 @@ class Follower:
             end = end_of(self.folder, status)
             self._replaying = True
         for worker in self.workers.values():
-            worker.final = True
+            worker.batches.final = True
             worker.wake()
         return end
 
@@ -283,17 +256,19 @@ class Follower:
         now = time.monotonic()
         left = 0.0 if self._replaying or timeout is None else timeout
         for worker in self.workers.values():
-            worker.closing(now + max(0.0, left - min(CLOSE_RESERVE, left / 4)))
+            worker.verdict.close_by(now + max(0.0, left - min(CLOSE_RESERVE, left / 4)))
         self.drain(end_n, timeout, wait_for_open=False)
         self._stop.set()
-        self.acks.save()
-        report = self.report()
         for worker in self.workers.values():
             worker.stop()
         joined = time.monotonic() + 0.3  # a worker inside a slow tracker call is left to it
         for worker in self.workers.values():
             worker.join(max(0.0, joined - time.monotonic()))
             worker.slot.release()
+        # Reported once no worker takes a batch any more and the calls in flight have returned
+        # (acknowledged): the summary then counts what a sync finds left, to the value.
+        self.acks.save()
+        report = self.report()
         if self.folder is not None:
             if not report["outstanding"] and self.owner:
                 retire(self.folder)
@@ -382,7 +357,7 @@ class Follower:
         """Plain data for the summary: each backend's counters and what is outstanding."""
         backends = {name: w.report() for name, w in self.workers.items()}
         for name, why in self.left_out.items():
-            backends[name] = self._left_out_report(name, why)
+            backends[name] = (self.acks.progress.get(name) or BackendProgress()).report(left_out=why)
         missing = self.progress().outstanding(self.end_n)
         for name, why in self.left_out.items():
             if name in missing:
@@ -390,29 +365,17 @@ class Follower:
         bad = max((w.stream.bad.count for w in self.workers.values()), default=0)
         owing: dict[str, dict[str, Any]] = {}
         for worker in self.workers.values():  # each registry's verdict; the first names a writer
-            for label, entry in worker.owing.items():
+            for label, entry in worker.verdict.owing.items():
                 owing.setdefault(label, {**entry, "backends": []})["backends"].append(worker.name)
         return {
             "backends": backends,
             "writers": owing,
+            "job": {name: w.registration.registry for name, w in self.workers.items() if w.registration.registry},
             "outstanding": missing,
             "end_n": self.end_n,
             "bad_lines": bad,
             "lost": max((w.stream.lost for w in self.workers.values()), default=0),
             "journal": str(self.folder) if self.folder is not None else None,
-        }
-
-    def _left_out_report(self, name: str, why: str) -> dict[str, Any]:
-        p = self.acks.progress.get(name)
-        return {
-            "n": p.n if p else -1,
-            "delivered": p.delivered if p else 0,
-            "rejected": p.rejected if p else 0,
-            "failures": {},
-            "missing_configs": [f"#{n}" for n in p.owed] if p else [],
-            "ready": False,
-            "circuit_open": False,
-            "left_out": why,
         }
 
     def _housekeeping(self) -> None:

@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import settings
+from ..errors import WarnOnce
 from ..records import ConfigSection
 from . import kinds, snapshot
 from .entries import Artifact, encode_value, row_line
@@ -125,47 +126,52 @@ class Intake:
         run_id: str = "",
         spill: Callable[[], JournalWriter] | None = None,
     ) -> None:
-        self.writer = writer
-        self.prefix = prefix
         self.flush_interval = flush_interval
-        self.where = where
         self.run_id = run_id
         self.items: deque[Item] = deque()
         #: Items allowed to wait in the deque before a logging call journals them itself.
         self.max_items = settings.queue_records()
         self.bound = min(self.max_items, self._affordable(FIRST_COST))
-        self.delivery: Delivery | None = None
-        self.next_n = 0
-        self.logged = 0
-        #: values handed to delivery in memory only / journaled in the spill journal / logged
-        #: after the end (ignored) / times a logging call journaled a chunk itself
-        self.not_journaled = 0
-        self.spilled = 0
+        self._warn_once = WarnOnce(log)
+        self.lines = Lines(prefix, self._warn_once)
+        self.places = Places(writer, where, spill, self._warn_once)
+        #: values logged after the end (ignored) / times a logging call journaled a chunk itself
         self.late = 0
         self.relieved = 0
-        self.skipped: Counter[str] = Counter()
-        self.spill_folder: str | None = None
-        self._spill_open = spill
-        self._spill: JournalWriter | None = None
-        self._spill_error: OSError | None = None
-        self._place = "journal" if writer is not None else "memory"
-        self._retry_at = 0.0  # after a failed write, the journal is tried again from then
         self._taken = 0
         self._cost = FIRST_COST
         self._end_n: int | None = None
         self._closed = False
-        self._warned: set[str] = set()
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="tracking-core-pump", daemon=True)
-        self.redact = kinds.redacts_text()
-        self._encoded: dict[int, str] = {}  # record number -> its line, for those encoded to check them
         self.snapshots = snapshot.Snapshotter(writer.folder if writer is not None else None, self._snapshotted)
 
     def start(self, delivery: Delivery | None) -> None:
-        self.delivery = delivery
+        self.places.delivery = delivery
         self._thread.start()
+
+    # -- what the finish summary counts (see tracking_core.summary) ----------------------------
+    @property
+    def logged(self) -> int:
+        return self.lines.logged
+
+    @property
+    def skipped(self) -> Counter[str]:
+        return self.lines.skipped
+
+    @property
+    def spilled(self) -> int:
+        return self.places.spilled
+
+    @property
+    def not_journaled(self) -> int:
+        return self.places.not_journaled
+
+    @property
+    def spill_folder(self) -> str | None:
+        return self.places.spill_folder
 
     @property
     def abandoned(self) -> int:
@@ -230,17 +236,13 @@ class Intake:
             self._closed = True
             while self.items:
                 self._late(self.items.popleft())
-            for writer in (self.writer, self._spill):
-                if writer is not None:
-                    writer.close()
+            self.places.close()
 
     def forked(self) -> None:
         """In a child forked from this process: let go of the inherited journal descriptors
         (without the lock, which a thread of the parent may have held at the fork)."""
         self._closed = True
-        for writer in (self.writer, self._spill):
-            if writer is not None:
-                writer.close()
+        self.places.close()
 
     def pump(self) -> int:
         """Journal what waits now, chunk by chunk (not what other threads log meanwhile);
@@ -251,7 +253,7 @@ class Intake:
             with self._lock:
                 if self._taken >= target or not self._chunk(target - self._taken):
                     break
-        return self.next_n - 1
+        return self.lines.next_n - 1
 
     def _chunk(self, most: int) -> bool:
         """Take up to ``most`` items (at most a chunk's worth) and journal them in one write;
@@ -264,14 +266,14 @@ class Intake:
         clock = time.perf_counter
         began = clock()
         taken = 0
-        logged = self.logged
+        logged = self.lines.logged
         while items and taken < most:
             item = items.popleft()
             taken += 1
             if self._end_n is not None or self._closed:
                 self._late(item)
                 continue
-            line = self._line(item)
+            line = self.lines.line(item)
             if line is not None:
                 lines.append(line)
                 if item[0].closes:
@@ -280,7 +282,7 @@ class Intake:
                 break
         self._taken += taken
         if lines and not self._closed:
-            self._write(lines, self.logged - logged)
+            self.places.write(lines, self.lines.logged - logged, self.lines.encoded)
         self._measured(clock() - began, taken)
         return True
 
@@ -308,7 +310,21 @@ class Intake:
             self.run_id,
         )
 
-    def _line(self, item: Item) -> dict[str, Any] | None:
+
+class Lines:
+    """Items made journal lines, numbered in the order the pump takes them; what cannot be is
+    skipped and counted (``skipped``, by key), ``logged`` counts what can."""
+
+    def __init__(self, prefix: str, warn: WarnOnce) -> None:
+        self.prefix = prefix
+        self.warn = warn
+        self.next_n = 0
+        self.logged = 0
+        self.skipped: Counter[str] = Counter()
+        self.redact = kinds.redacts_text()
+        self.encoded: dict[int, str] = {}  # record number -> its line, for those encoded to check them
+
+    def line(self, item: Item) -> dict[str, Any] | None:
         """The journal line of an item, numbered (None: nothing to journal, the item was
         skipped and counted). Metric rows take their own path (per value); a kind with a
         conversion is converted and keyed; any other kind's entry is made as it is."""
@@ -320,10 +336,10 @@ class Intake:
         try:
             entry = kind.make(self.next_n, item[1])
             obj = entry.encode()
-            self._encoded[obj["n"]] = dumps(obj)  # fails here, not in the journal write
+            self.encoded[obj["n"]] = dumps(obj)  # fails here, not in the journal write
         except Exception as exc:  # noqa: BLE001 - one bad item never stops the others
             self.skipped[f"<{kind.tag}>"] += 1
-            self._warn_once(f"item-{kind.tag}", "tracking-core could not journal a %s (%s: %s); it is skipped and counted in the finish summary", kind.name, type(exc).__name__, exc)
+            self.warn(f"item-{kind.tag}", "tracking-core could not journal a %s (%s: %s); it is skipped and counted in the finish summary", kind.name, type(exc).__name__, exc)
             return None
         self.logged += kind.values(entry)
         self.next_n += 1
@@ -336,7 +352,7 @@ class Intake:
             value = to_float(raw)
             if value is None:
                 self.skipped[self.prefix + name] += 1
-                self._warn_once(
+                self.warn(
                     f"value-{name}",
                     "metric %r: %r is not a number; its values are skipped and counted in the "
                     "finish summary",
@@ -357,7 +373,7 @@ class Intake:
         try:
             return _step(step)
         except ValueError as exc:
-            self._warn_once("step", "tracking-core: %s; logged without a step", exc)
+            self.warn("step", "tracking-core: %s; logged without a step", exc)
             return None
 
     def _keyed(self, kind: kinds.Kind, ts: float, key: Any, value: Any, step: Any, step_key: Any, *extra: Any) -> dict[str, Any] | None:
@@ -367,10 +383,10 @@ class Intake:
             fields = kind.convert(value, self.redact, *extra)  # type: ignore[misc]
             entry = kind.entry(self.next_n, ts, name, *fields, self._checked_step(step), None if step_key is None else str(step_key))
             obj = entry.encode()
-            self._encoded[self.next_n] = dumps(obj)
+            self.encoded[self.next_n] = dumps(obj)
         except Exception as exc:  # noqa: BLE001 - bad input is reported, never raised
             self.skipped[self.prefix + name] += 1
-            self._warn_once(
+            self.warn(
                 f"{kind.tag}-{name}",
                 "%s %r could not be logged (%s: %s); it is skipped and counted in the finish summary",
                 kind.name,
@@ -383,11 +399,40 @@ class Intake:
         self.next_n += 1
         return obj
 
-    # -- where the records go -----------------------------------------------------------------
-    def _write(self, lines: list[dict[str, Any]], values: int) -> None:
-        """The journal, else the spill journal, else delivery in memory (see the module doc);
-        ``values``: what the lines count for (:func:`kinds.count`)."""
-        encoded = self._encoded
+
+class Places:
+    """Where journal lines go: the journal, else the spill journal, else delivery in memory
+    (see the module doc); each change is said once (``warn``), each value counted where it went."""
+
+    def __init__(
+        self,
+        writer: JournalWriter | None,
+        where: str,
+        spill: Callable[[], JournalWriter] | None,
+        warn: WarnOnce,
+    ) -> None:
+        self.writer = writer
+        self.where = where
+        self.warn = warn
+        self.delivery: Delivery | None = None
+        #: values journaled in the spill journal / handed to delivery in memory only
+        self.spilled = 0
+        self.not_journaled = 0
+        self.spill_folder: str | None = None
+        self._spill_open = spill
+        self._spill: JournalWriter | None = None
+        self._spill_error: OSError | None = None
+        self._place = "journal" if writer is not None else "memory"
+        self._retry_at = 0.0  # after a failed write, the journal is tried again from then
+
+    def close(self) -> None:
+        for writer in (self.writer, self._spill):
+            if writer is not None:
+                writer.close()
+
+    def write(self, lines: list[dict[str, Any]], values: int, encoded: dict[int, str]) -> None:
+        """``values``: what the lines count for (:func:`kinds.count`); ``encoded``: the lines
+        already encoded, by number (taken from it)."""
         data = "".join((encoded.pop(o["n"], None) or dumps(o)) + "\n" for o in lines).encode()
         failed: OSError | None = None
         if self.writer is not None and time.monotonic() >= self._retry_at:
@@ -426,9 +471,9 @@ class Intake:
         if place != self._place:
             self._place = place
             if place == "journal":
-                self._warn_once("again", "tracking-core's journal %s takes records again", self.where)
+                self.warn("again", "tracking-core's journal %s takes records again", self.where)
             elif place == "spill":
-                self._warn_once(
+                self.warn(
                     "spill",
                     "tracking-core cannot write its journal %s (%s): records are journaled in %s "
                     "instead until the disk takes them again (delivery and `tracking-core sync` "
@@ -439,7 +484,7 @@ class Intake:
                     settings.DIR,
                 )
             elif self.writer is not None:
-                self._warn_once(
+                self.warn(
                     "memory",
                     "tracking-core cannot write its journal %s (%s) nor a spill journal (%s): "
                     "records go to the trackers from memory until a journal takes them again "
@@ -452,11 +497,6 @@ class Intake:
                 )
         if place != "memory" and self.delivery is not None:
             self.delivery.wake()
-
-    def _warn_once(self, kind: str, msg: str, *args: Any) -> None:
-        if kind not in self._warned:
-            self._warned.add(kind)
-            log.warning(msg, *args)
 
 
 def _append(writer: JournalWriter, data: bytes) -> OSError | None:

@@ -21,16 +21,15 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Any
 
 from .client import describe_exit
-from .failures import extra_of
 from .follower import end_of, retire
 from .journal import Acks
 from .messages import Call, Done, Event, Log, Opened, Progressed, Replay, Start, decode_event, line
-from .plan import BackendPlan, Plan
+from .plan import Plan
 from .progress import BackendProgress, Progress
 
 log = logging.getLogger("tracking_core.sync")
@@ -41,6 +40,8 @@ _ENDED = None
 #: Kept of the time left for a delivery process to answer and exit after its own deadline,
 #: and allowed beyond the deadline before one that did not is killed.
 MARGIN = 1.0
+#: Seconds between the progress lines a sync says while trackers deliver (at most).
+PROGRESS_EVERY = 5.0
 #: The fields of a replaying process's progress that it reports (:class:`BackendProgress`).
 _PROGRESS = ("n", "delivered", "rejected", "owed", "configs")
 
@@ -62,39 +63,48 @@ class Outcome:
             where = f"its {self.inside} call" if self.inside else "it"
             return f"{where} had not returned after {timeout:.0f} s (sync's --timeout)"
         if self.report is None and self.inside:
-            return f"its client ended the process delivering it ({describe_exit(self.code)} in {self.inside})"
+            return f"its client ended the process delivering it ({describe_exit(self.code)} in its {self.inside} call)"
         if self.report is None:
             return f"the process delivering it ended without finishing ({describe_exit(self.code)}; see the errors above)"
         return ""
 
 
 def replay_apart(
-    folder: Path,
-    names: list[str],
-    plans: list[BackendPlan],
-    prefix: str,
+    plan: Plan,
     lock_fd: int,
     deadline: float,
     on_opened: Callable[[str, Any], None],
+    say: Callable[[str], None] | None = None,
 ) -> tuple[dict[str, str], dict[str, Outcome], dict[str, BackendProgress]]:
-    """Deliver the journal in ``folder`` (its lock held in ``lock_fd``) to the backends in
-    ``plans``, each in its own process, by ``deadline``; ``names`` are all the journal's
-    backends. Returns what is still outstanding (the journal was removed when nothing is), each
-    backend's :class:`Outcome`, and the journal's progress per backend."""
+    """Deliver the journal of ``plan`` (its lock held in ``lock_fd``) to each of its backends in
+    a process of its own, by ``deadline``. ``say`` gets a line per running backend every
+    :data:`PROGRESS_EVERY` seconds. Returns what is still outstanding (the journal was removed
+    when nothing is), each backend's :class:`Outcome`, and the journal's progress per backend."""
+    assert plan.folder is not None
+    folder, names = Path(plan.folder), [b.name for b in plan.backends]
     end = end_of(folder, "KILLED")  # the writer died before journaling its end: done once, here
     acks = Acks(folder, names)
     timeout = max(0.0, deadline - time.monotonic() - MARGIN)
     events: queue.Queue[tuple[str, Event | None]] = queue.Queue()
-    children = {plan.name: _start(folder, plan, prefix, lock_fd, timeout, events) for plan in plans}
+    children = {b.name: _start(replace(plan, backends=[b], exit_timeout=timeout, replay=True), lock_fd, events) for b in plan.backends}
     outcomes = {name: Outcome(name) for name in children}
     running = set(children)
+    before = {name: acks.progress[name].delivered for name in running}
+    next_line = time.monotonic() + PROGRESS_EVERY
     while running:
-        wait = deadline + MARGIN - time.monotonic()
+        now = time.monotonic()
+        if say is not None and now >= next_line:
+            for name in sorted(running):
+                say(_progress_line(folder, name, acks.progress[name].delivered - before[name], outcomes[name].inside))
+            next_line = now + PROGRESS_EVERY
+        wait = deadline + MARGIN - now
         if wait <= 0:
             break
         try:
-            name, event = events.get(timeout=wait)
+            name, event = events.get(timeout=min(wait, max(0.0, next_line - now)))
         except queue.Empty:
+            if time.monotonic() < deadline + MARGIN:
+                continue
             break
         if event is _ENDED:
             running.discard(name)
@@ -113,6 +123,13 @@ def replay_apart(
     return missing, outcomes, dict(acks.progress)
 
 
+def _progress_line(folder: Path, name: str, delivered: int, inside: str | None) -> str:
+    """What one backend's delivery of ``folder`` is doing now, in one line."""
+    doing = {"open_run": "opening the run", "attach_run": "finding the run", "close_run": "closing the run"}
+    now = doing.get(inside or "", f"waiting for its {inside} call to return" if inside else "reading the journal")
+    return f"{folder.name}: {name}: {delivered} values delivered so far; {now}"
+
+
 def _on_event(
     name: str, event: Event | None, acks: Acks, outcome: Outcome, on_opened: Callable[[str, Any], None]
 ) -> None:
@@ -128,18 +145,10 @@ def _on_event(
     elif isinstance(event, Opened):
         on_opened(name, event.result)
     elif isinstance(event, Log):
-        logging.getLogger(event.name).log(event.level, "%s", event.msg, extra=extra_of(event.wire()))
+        event.emit()
 
 
-def _start(
-    folder: Path,
-    plan: BackendPlan,
-    prefix: str,
-    lock_fd: int,
-    timeout: float,
-    events: queue.Queue[tuple[str, Event | None]],
-) -> subprocess.Popen[bytes]:
-    whole = Plan(folder=str(folder), prefix=prefix, backends=[plan], poll=0.2, exit_timeout=timeout, replay=True)
+def _start(plan: Plan, lock_fd: int, events: queue.Queue[tuple[str, Event | None]]) -> subprocess.Popen[bytes]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
     proc = subprocess.Popen(
@@ -151,17 +160,17 @@ def _start(
     )
     assert proc.stdin is not None and proc.stdout is not None
     first = Start(
-        plan=json.loads(whole.to_json()),
+        plan=json.loads(plan.to_json()),
         log_level=logging.getLogger("tracking_core").getEffectiveLevel(),
         argv=["tracking-core", "sync"],
         lock_fd=lock_fd,
     )
     try:
-        proc.stdin.write(line(first) + line(Replay(1, timeout)))
+        proc.stdin.write(line(first) + line(Replay(1, plan.exit_timeout)))
         proc.stdin.flush()  # stdin stays open: the process stops when this one is gone
     except OSError:
         pass  # it died at once: its end is read below
-    threading.Thread(target=_read, args=(plan.name, proc.stdout, events), daemon=True).start()
+    threading.Thread(target=_read, args=(plan.backends[0].name, proc.stdout, events), daemon=True).start()
     return proc
 
 

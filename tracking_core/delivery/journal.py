@@ -490,6 +490,7 @@ class Acks:
     def __init__(self, folder: Path | None, backends: list[str]) -> None:
         self.folder = folder
         self._lock = threading.Lock()
+        self._saving = threading.Lock()  # saves in turn: an older snapshot never lands last
         self.progress = {name: BackendProgress() for name in backends}
         self._dirty = False
         self._warned = False
@@ -506,27 +507,29 @@ class Acks:
             self._dirty = True
 
     def save(self) -> bool:
-        if self.folder is None:
+        folder = self.folder
+        if folder is None:
             return True
-        with self._lock:
-            if not self._dirty:
-                return True
-            text = json.dumps({k: asdict(v) for k, v in self.progress.items()})
-            self._dirty = False
-        try:
-            replace_text(self.folder / ACKS, text)
-        except OSError as exc:
+        with self._saving:
             with self._lock:
-                self._dirty = True
-            if not self._warned and self.folder.exists():
-                self._warned = True
-                log.warning(
-                    "cannot save delivery progress in %s (%s); delivery goes on, and a restart "
-                    "or `tracking-core sync` may resend what was delivered since",
-                    self.folder,
-                    exc,
-                )
-            return False
+                if not self._dirty:
+                    return True
+                text = json.dumps({k: asdict(v) for k, v in self.progress.items()})
+                self._dirty = False
+            try:
+                replace_text(folder / ACKS, text)
+            except OSError as exc:
+                with self._lock:
+                    self._dirty = True
+                if not self._warned and folder.exists():
+                    self._warned = True
+                    log.warning(
+                        "cannot save delivery progress in %s (%s); delivery goes on, and a restart "
+                        "or `tracking-core sync` may resend what was delivered since",
+                        folder,
+                        exc,
+                    )
+                return False
         return True
 
 

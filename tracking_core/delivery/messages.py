@@ -5,46 +5,35 @@ and :mod:`.isolation`): requests go to the delivery process on its stdin (:class
 then :class:`Feed`, :class:`Drain`, :class:`Finish`, :class:`Replay`, :class:`Stop`), events come
 back on its stdout (:class:`Ready`, :class:`Opened`, :class:`Call`, :class:`Report`,
 :class:`Done`, :class:`Log`, :class:`Progressed`; the keeper's :class:`Started` and
-:class:`Exited`). Each type has readable field names here and a compact form on the wire (short
-keys: ``ev``/``op`` say the type, ``b`` a backend, ``h`` a hook, ``t`` a thread), written by its
-``wire()`` and read by :func:`decode_event` / :func:`decode_request`, in this module only. The
-keeper runs with the standard library alone and writes its two events itself, in the same form.
+:class:`Exited`). On the wire a message is its fields by name, and ``ev`` (an event) or ``op`` (a request) its
+type's name in lower case (:func:`line`; read back by :func:`decode_event` /
+:func:`decode_request`): the two ends of a pipe are always the same version. The keeper runs with
+the standard library alone and writes its two events itself, in the same form.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any, TypeVar
 
-__all__ = [
-    "Call",
-    "Done",
-    "Drain",
-    "Event",
-    "Exited",
-    "Feed",
-    "Finish",
-    "Log",
-    "Opened",
-    "Progressed",
-    "Ready",
-    "Replay",
-    "Report",
-    "Request",
-    "Start",
-    "Started",
-    "Stop",
-    "decode_event",
-    "decode_request",
-    "line",
-]
+from .failures import FAILURE
+
+T = TypeVar("T")
 
 
 def line(message: Start | Request | Event) -> bytes:
     """One message as the line that crosses a pipe."""
-    return (json.dumps(message.wire(), default=str) + "\n").encode()
+    out = {f.name: getattr(message, f.name) for f in fields(message)}
+    if not isinstance(message, Start):
+        out["op" if isinstance(message, Request) else "ev"] = type(message).__name__.lower()
+    return (json.dumps(out, default=str) + "\n").encode()
+
+
+def _read(cls: type[T], obj: Mapping[str, Any]) -> T:
+    return cls(**{f.name: obj[f.name] for f in fields(cls) if f.name in obj})  # type: ignore[arg-type]
 
 
 # -- to the delivery process -----------------------------------------------------------------
@@ -62,26 +51,9 @@ class Start:
     training: Mapping[str, Any] | None = None
     lock_fd: int | None = None
 
-    def wire(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        if self.crash_fd is not None or self.training is not None:
-            out["crash_fd"] = self.crash_fd
-            out["training"] = self.training
-        out.update(plan=self.plan, log_level=self.log_level, argv=self.argv)
-        if self.lock_fd is not None:
-            out["lock_fd"] = self.lock_fd
-        return out
-
     @classmethod
     def decode(cls, obj: Mapping[str, Any]) -> Start:
-        return cls(
-            plan=obj["plan"],
-            log_level=int(obj.get("log_level", 30)),
-            argv=list(obj.get("argv") or ["tracking-core"]),
-            crash_fd=obj.get("crash_fd"),
-            training=obj.get("training"),
-            lock_fd=obj.get("lock_fd"),
-        )
+        return _read(cls, obj)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,8 +63,8 @@ class Feed:
 
     message: tuple[str, Any]
 
-    def wire(self) -> dict[str, Any]:
-        return {"op": "feed", "msg": list(self.message)}
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "message", tuple(self.message))  # a list on the wire
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,9 +75,6 @@ class Drain:
     target: int
     timeout: float | None
 
-    def wire(self) -> dict[str, Any]:
-        return {"op": "drain", "target": self.target, "id": self.id, "timeout": self.timeout}
-
 
 @dataclass(frozen=True, slots=True)
 class Finish:
@@ -115,9 +84,6 @@ class Finish:
     end: int
     timeout: float | None
 
-    def wire(self) -> dict[str, Any]:
-        return {"op": "finish", "end": self.end, "id": self.id, "timeout": self.timeout}
-
 
 @dataclass(frozen=True, slots=True)
 class Replay:
@@ -126,41 +92,13 @@ class Replay:
     id: int
     timeout: float | None
 
-    def wire(self) -> dict[str, Any]:
-        return {"op": "replay", "id": self.id, "timeout": self.timeout}
-
 
 @dataclass(frozen=True, slots=True)
 class Stop:
     """Stop delivering at once (what is not done stays in the journal)."""
 
-    def wire(self) -> dict[str, Any]:
-        return {"op": "stop"}
-
 
 Request = Feed | Drain | Finish | Replay | Stop
-
-
-def decode_request(obj: Mapping[str, Any]) -> Request | None:
-    """A request from its line's object; None for one this version does not know."""
-    op = obj.get("op")
-    if op == "feed":
-        kind, value = obj["msg"]
-        return Feed((kind, value))
-    if op == "drain":
-        return Drain(int(obj["id"]), int(obj["target"]), _timeout(obj))
-    if op == "finish":
-        return Finish(int(obj["id"]), int(obj["end"]), _timeout(obj))
-    if op == "replay":
-        return Replay(int(obj["id"]), _timeout(obj))
-    if op == "stop":
-        return Stop()
-    return None
-
-
-def _timeout(obj: Mapping[str, Any]) -> float | None:
-    value = obj.get("timeout")
-    return None if value is None else float(value)
 
 
 # -- from the delivery process (and its keeper) ----------------------------------------------
@@ -170,9 +108,6 @@ class Ready:
 
     pid: int
 
-    def wire(self) -> dict[str, Any]:
-        return {"ev": "ready", "pid": self.pid}
-
 
 @dataclass(frozen=True, slots=True)
 class Opened:
@@ -180,9 +115,6 @@ class Opened:
 
     backend: str
     result: Any
-
-    def wire(self) -> dict[str, Any]:
-        return {"ev": "opened", "b": self.backend, "result": self.result}
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,18 +126,12 @@ class Call:
     hook: str | None
     thread: int
 
-    def wire(self) -> dict[str, Any]:
-        return {"ev": "call", "b": self.backend, "h": self.hook, "t": self.thread}
-
 
 @dataclass(frozen=True, slots=True)
 class Report:
     """The follower's report (:meth:`Follower.report`), sent when it changed."""
 
     report: dict[str, Any]
-
-    def wire(self) -> dict[str, Any]:
-        return {"ev": "report", "report": self.report}
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,9 +142,6 @@ class Done:
     id: int
     ok: bool
     report: dict[str, Any] | None = None
-
-    def wire(self) -> dict[str, Any]:
-        return {"ev": "done", "id": self.id, "ok": self.ok, "report": self.report}
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,11 +154,10 @@ class Log:
     msg: str
     failure: Mapping[str, Any] | None = None
 
-    def wire(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"ev": "log", "name": self.name, "level": self.level, "msg": self.msg}
-        if self.failure is not None:
-            out["failure"] = self.failure
-        return out
+    def emit(self) -> None:
+        """Log it here, as the delivery process's logger would have."""
+        extra = {FAILURE: self.failure} if isinstance(self.failure, Mapping) else None
+        logging.getLogger(self.name).log(self.level, "%s", self.msg, extra=extra)
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,9 +167,6 @@ class Progressed:
 
     acks: Mapping[str, Mapping[str, Any]]
 
-    def wire(self) -> dict[str, Any]:
-        return {"ev": "acks", "acks": self.acks}
-
 
 @dataclass(frozen=True, slots=True)
 class Started:
@@ -256,9 +175,6 @@ class Started:
     pid: int
     keeper: int
 
-    def wire(self) -> dict[str, Any]:
-        return {"ev": "started", "pid": self.pid, "keeper": self.keeper}
-
 
 @dataclass(frozen=True, slots=True)
 class Exited:
@@ -266,26 +182,20 @@ class Exited:
 
     code: int
 
-    def wire(self) -> dict[str, Any]:
-        return {"ev": "exited", "code": self.code}
-
 
 Event = Ready | Opened | Call | Report | Done | Log | Progressed | Started | Exited
 
-_EVENTS: dict[str, Callable[[Mapping[str, Any]], Event]] = {
-    "ready": lambda o: Ready(int(o.get("pid") or 0)),
-    "opened": lambda o: Opened(str(o["b"]), o.get("result")),
-    "call": lambda o: Call(str(o["b"]), str(o["h"]) if o.get("h") else None, int(o.get("t") or 0)),
-    "report": lambda o: Report(dict(o["report"])),
-    "done": lambda o: Done(int(o["id"]), bool(o.get("ok")), o.get("report")),
-    "log": lambda o: Log(str(o["name"]), int(o["level"]), str(o["msg"]), o.get("failure")),
-    "acks": lambda o: Progressed(dict(o["acks"])),
-    "started": lambda o: Started(int(o["pid"]), int(o["keeper"])),
-    "exited": lambda o: Exited(int(o["code"])),
-}
+_REQUESTS: dict[str, type[Request]] = {c.__name__.lower(): c for c in (Feed, Drain, Finish, Replay, Stop)}
+_EVENTS: dict[str, type[Event]] = {c.__name__.lower(): c for c in (Ready, Opened, Call, Report, Done, Log, Progressed, Started, Exited)}
+
+
+def decode_request(obj: Mapping[str, Any]) -> Request | None:
+    """A request from its line's object; None for one this version does not know."""
+    cls = _REQUESTS.get(str(obj.get("op")))
+    return None if cls is None else _read(cls, obj)
 
 
 def decode_event(obj: Mapping[str, Any]) -> Event | None:
     """An event from its line's object; None for one this version does not know."""
-    decode = _EVENTS.get(str(obj.get("ev")))
-    return None if decode is None else decode(obj)
+    cls = _EVENTS.get(str(obj.get("ev")))
+    return None if cls is None else _read(cls, obj)

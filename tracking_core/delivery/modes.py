@@ -23,6 +23,7 @@ from .. import settings
 from ..errors import TrackingError
 from ..plugins import PluginManager
 from ..registry import BackendSpec
+from .follower import Follower
 from .plan import Plan
 from .stream import Message
 
@@ -57,7 +58,7 @@ class ThreadDelivery:
     pid: int | None = None
 
     def __init__(self, plan: Plan, manager: PluginManager, on_opened: Callable[[str, Any], None]) -> None:
-        self.follower = plan.follower(manager, on_opened).start()
+        self.follower = Follower(plan, manager, on_opened=on_opened).start()
 
     def feed(self, message: Message) -> None:
         self.follower.feed(message)

@@ -2,7 +2,7 @@
 
 A :class:`Plan` is built in the training process from already converted values (never the host's
 ``args``: only JSON crosses to a delivery process), sent to the delivery process as one JSON line,
-and turned back into a :class:`~tracking_core.delivery.follower.Follower` there, on a thread, or
+and handed whole to a :class:`~tracking_core.delivery.follower.Follower` there, on a thread, or
 by ``tracking-core sync`` from a journal's ``meta.json``.
 
 ``left_out`` names backends of the journal this follower does not deliver (with why: one that
@@ -15,15 +15,12 @@ about the journal.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..context import RunContext
-from ..plugins import PluginManager
-from .follower import Follower
-from .journal import Acks
 
 
 def plain(value: Any) -> Any:
@@ -47,6 +44,7 @@ def context_to_dict(context: RunContext) -> dict[str, Any]:
         "options": plain(dict(context.options)),
         "tags": plain(dict(context.tags)),
         "resume": context.resume,
+        "started_at": context.started_at,
         "pid": context.pid,
     }
 
@@ -94,36 +92,3 @@ class Plan:
         values = dict(data)
         values["backends"] = [BackendPlan(**b) for b in values.get("backends") or []]
         return cls(**values)
-
-    def follower(
-        self,
-        manager: PluginManager,
-        on_opened: Callable[[str, Any], None] | None = None,
-        lock_timeout: float = 0.0,
-        *,
-        lock_fd: int | None = None,
-        acks: Acks | None = None,
-        on_call: Callable[[str, str | None], None] | None = None,
-    ) -> Follower:
-        names = [b.name for b in self.backends]
-        specs = manager.select(names)
-        return Follower(
-            Path(self.folder) if self.folder else None,
-            specs=specs,
-            contexts={b.name: context_from_dict(b.context) for b in self.backends},
-            entries={b.name: b.entry for b in self.backends},
-            actions={b.name: b.action for b in self.backends},
-            pending={b.name for b in self.backends if b.pending},
-            handle_file=Path(self.handle_file) if self.handle_file else None,
-            manager=manager,
-            prefix=self.prefix,
-            poll=self.poll,
-            on_opened=on_opened,
-            lock_timeout=lock_timeout,
-            lock_fd=lock_fd,
-            left_out=self.left_out,
-            owner=not self.replay,
-            acks=acks,
-            on_call=on_call,
-            writer=next((b.writer for b in self.backends if b.writer), None),
-        )

@@ -101,13 +101,17 @@ class RelayedAcks(Acks):
         super().__init__(folder, names)
         self.channel = channel
         self._sent: dict[str, Any] = {}
+        # Saved from every backend's thread and the follower's: one at a time, so that a newer
+        # progress is never sent before an older one (the sync keeps the last it reads).
+        self._relay = threading.Lock()
 
     def save(self) -> bool:
-        with self._lock:
-            data = {name: p.to_dict() for name, p in self.progress.items()}
-        if data != self._sent:
-            self._sent = data
-            self.channel.send(Progressed(data))
+        with self._relay:
+            with self._lock:
+                data = {name: p.to_dict() for name, p in self.progress.items()}
+            if data != self._sent:
+                self._sent = data
+                self.channel.send(Progressed(data))
         return True
 
 
@@ -142,22 +146,28 @@ class Training:
         info = info or {}
         self._pid: int | None = info.get("pid")
         self._parent = os.getppid()
+        # Asked by the main loop and by a finish's answer at once: one poll object refuses a
+        # second caller (``RuntimeError: concurrent poll() invocation``), which ended the main
+        # thread and then the process (SIGABRT at shutdown, a daemon thread holding stdin).
+        self._lock = threading.Lock()
         self._poll: select.poll | None = None
         if info.get("pidfd") is not None:
             self._poll = select.poll()
             self._poll.register(int(info["pidfd"]), select.POLLIN)
 
     def gone(self) -> bool:
+        """Safe from any thread."""
         if self._pid is None:
             return os.getppid() != self._parent
-        if self._poll is not None:
-            try:
-                events = self._poll.poll(0)
-            except OSError:
-                events = [(-1, select.POLLNVAL)]
-            if not any(mask & (select.POLLERR | select.POLLNVAL) for _, mask in events):
-                return bool(events)  # a pidfd is readable once its process ended
-            self._poll = None  # not a usable pidfd: the pid then
+        with self._lock:
+            if self._poll is not None:
+                try:
+                    events = self._poll.poll(0)
+                except OSError:
+                    events = [(-1, select.POLLNVAL)]
+                if not any(mask & (select.POLLERR | select.POLLNVAL) for _, mask in events):
+                    return bool(events)  # a pidfd is readable once its process ended
+                self._poll = None  # not a usable pidfd: the pid then
         try:
             os.kill(self._pid, 0)
         except ProcessLookupError:
@@ -274,8 +284,8 @@ def main() -> None:
     try:
         acks = RelayedAcks(Path(plan.folder), [b.name for b in plan.backends], channel) if plan.replay and plan.folder else None
         lock_fd = first.lock_fd if plan.replay else None
-        follower = plan.follower(
-            get_plugin_manager(), opened, lock_timeout=5.0, lock_fd=lock_fd, acks=acks, on_call=calling
+        follower = Follower(
+            plan, get_plugin_manager(), on_opened=opened, lock_timeout=5.0, lock_fd=lock_fd, acks=acks, on_call=calling
         )
     except Exception:  # noqa: BLE001 - the training process falls back to a thread
         log.exception("tracking-core's delivery process could not start")
@@ -315,4 +325,11 @@ def _drop_own_log(plan: Plan) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except BaseException:  # noqa: BLE001
+        # Never an interpreter shutdown while daemon threads run: the request reader holds
+        # stdin's lock, and the shutdown aborts on it ("_enter_buffered_busy": a SIGABRT that
+        # looks like a tracker's crash). An exit status of 1 is a plain failure: restarted.
+        log.exception("tracking-core's delivery process failed (the journal keeps what it had not delivered)")
+        os._exit(1)

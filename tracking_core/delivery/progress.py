@@ -85,6 +85,20 @@ class BackendProgress:
             max(0, self.configs - was.configs),
         )
 
+    def report(self, sections: Mapping[int, str] | None = None, **more: Any) -> dict[str, Any]:
+        """Plain data for the summary (``sections``: the namespace of an owed record)."""
+        named = sections or {}
+        return {
+            "n": self.n,
+            "delivered": self.delivered,
+            "rejected": self.rejected,
+            "failures": {},
+            "missing_configs": [named.get(n, f"#{n}") for n in self.owed],
+            "ready": False,
+            "circuit_open": False,
+            **more,
+        }
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "n": self.n,

@@ -21,7 +21,7 @@ import re
 import sys
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -33,7 +33,7 @@ from ..registry import BackendSpec
 from . import kinds
 from .entries import decode
 from .follower import Follower, FollowerBusy, JournalGone, take_over
-from .isolation import replay_apart
+from .isolation import PROGRESS_EVERY, replay_apart
 from .journal import (
     FOLLOWER_LOCK,
     JOURNAL_DIR,
@@ -46,7 +46,7 @@ from .journal import (
     read_acks,
     read_meta,
 )
-from .plan import BackendPlan, context_to_dict, plain
+from .plan import BackendPlan, Plan, context_to_dict, plain
 from .progress import BackendProgress, Progress
 from .writers import identity
 
@@ -61,8 +61,25 @@ def sync_command(path: str | os.PathLike[str]) -> str:
 #: How long ``tracking-core sync`` may take in all (``--timeout``): waiting for a process that is
 #: delivering a journal, and every tracker's delivery. What is not done by then stays.
 DEFAULT_TIMEOUT = 300.0
+#: The longest ``--timeout`` taken: a week (what is not delivered by then stays for the next sync).
+MAX_TIMEOUT = 7 * 86400.0
 #: A peer's pump journals what it logged within its flush interval (0.5 s by default).
 PUMP_GRACE = 0.7
+
+
+def sync_timeout(text: str) -> float:
+    """``--timeout``'s seconds: a number more than 0 and at most :data:`MAX_TIMEOUT`;
+    ``ValueError`` saying what it takes otherwise (infinite, NaN, negative, not a number)."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = float("nan")
+    if not 0.0 < seconds <= MAX_TIMEOUT:
+        raise ValueError(
+            f"--timeout {text} is not a time sync can wait: give the seconds it may take, more than 0 "
+            f"and at most {MAX_TIMEOUT:.0f} (a week; default {DEFAULT_TIMEOUT:.0f})"
+        )
+    return seconds
 
 
 class Refused(Exception):
@@ -201,22 +218,13 @@ def replay(
         os.close(lock_fd)
         report.errors.append(str(exc))
         return
+    if stream is not None:
+        stream.write(f"delivering {folder} to {', '.join(b.name for b in setup.plan.backends)}\n")
+        stream.flush()
     if isolate:
-        _replay_apart(folder, setup, lock_fd, deadline, report, before)
+        _replay_apart(folder, setup, lock_fd, deadline, report, before, stream)
         return
-    follower = Follower(
-        folder,
-        specs=setup.specs,
-        contexts=setup.contexts,
-        entries=setup.entries,
-        actions=setup.actions,
-        manager=manager,
-        prefix=setup.prefix,
-        poll=0.2,
-        on_opened=setup.on_opened,
-        lock_fd=lock_fd,
-        writer=setup.writer,
-    )
+    follower = Follower(setup.plan, manager, on_opened=setup.on_opened, lock_fd=lock_fd)
     follower.start()
     result = follower.finish(follower.replay_end(), max(0.0, deadline - time.monotonic()))
     for name in result["backends"]:
@@ -236,10 +244,18 @@ def _take_over(folder: Path, report: SyncReport, stream: TextIO | None, deadline
     process, finishing after a kill, or another sync) at most until ``deadline``; None when that
     process finished the journal meanwhile (nothing left to do) or still holds it then."""
     wait = max(0.0, deadline - time.monotonic())
-    if held(folder / FOLLOWER_LOCK) and stream is not None:
-        stream.write(f"waiting up to {wait:.0f} s for the process delivering {folder}\n")
+    say = _say(stream) if held(folder / FOLLOWER_LOCK) else None
+    if say is not None:
+        say(f"waiting up to {wait:.0f} s for the process delivering {folder}")
     try:
-        return take_over(folder, wait)
+        while True:  # in steps, each followed by a line: a long wait is never a silent one
+            try:
+                return take_over(folder, min(PROGRESS_EVERY, max(0.0, deadline - time.monotonic())))
+            except FollowerBusy:
+                if time.monotonic() >= deadline:
+                    raise
+                if say is not None:
+                    say(f"still waiting for the process delivering {folder} ({deadline - time.monotonic():.0f} s left)")
     except JournalGone:
         report.finished_elsewhere.append(str(folder))
     except FollowerBusy:
@@ -250,25 +266,31 @@ def _take_over(folder: Path, report: SyncReport, stream: TextIO | None, deadline
     return None
 
 
+def _say(stream: TextIO | None) -> Callable[[str], None] | None:
+    """Lines to ``stream`` as they are said (None: said nowhere)."""
+    if stream is None:
+        return None
+
+    def say(text: str) -> None:
+        stream.write(text + "\n")
+        stream.flush()
+
+    return say
+
+
 def _replay_apart(
-    folder: Path, setup: _Setup, lock_fd: int, deadline: float, report: SyncReport, before: dict[str, BackendProgress]
+    folder: Path,
+    setup: _Setup,
+    lock_fd: int,
+    deadline: float,
+    report: SyncReport,
+    before: dict[str, BackendProgress],
+    stream: TextIO | None,
 ) -> None:
     """Each backend in a process of its own (see :mod:`.isolation`)."""
-    plans = [
-        BackendPlan(
-            spec.name,
-            context_to_dict(setup.contexts[spec.name]),
-            setup.actions[spec.name],
-            setup.entries[spec.name],
-            writer=setup.writer,
-        )
-        for spec in setup.specs
-    ]
     timeout = max(0.0, deadline - time.monotonic())
     try:
-        missing, outcomes, progress = replay_apart(
-            folder, setup.names, plans, setup.prefix, lock_fd, deadline, setup.on_opened
-        )
+        missing, outcomes, progress = replay_apart(setup.plan, lock_fd, deadline, setup.on_opened, say=_say(stream))
     finally:
         os.close(lock_fd)
     for name, p in progress.items():
@@ -316,32 +338,37 @@ def _saved_handle(meta: dict[str, Any]) -> RunHandle:
 class _Setup:
     """What delivering one journal takes, from its meta and the run's handle."""
 
-    names: list[str]
-    specs: list[BackendSpec]
-    contexts: dict[str, RunContext]
-    entries: dict[str, dict[str, Any]]
-    actions: dict[str, str]
-    prefix: str
+    plan: Plan
     on_opened: Callable[[str, Any], None]
-    #: the journal's writer as the job's writer registry knows it: the replay publishes it
-    #: complete (or not) when it ends
-    writer: dict[str, Any] | None = None
 
 
 def _setup(folder: Path, meta: dict[str, Any], handle: RunHandle, manager: PluginManager, report: SyncReport) -> _Setup:
     names = [str(n) for n in meta.get("backends") or []]
-    specs = list(manager.select(names))
     primary = bool(meta.get("primary"))
     recorded = RunHandle.from_mapping(meta["handle"])
     local = _local(meta, recorded)
-    entries, actions = {}, {}
-    for spec in specs:
+    writer = _writer(meta, str(local))
+    context = RunContext(
+        backend="",
+        run_id=handle.run_id,
+        name=handle.name,
+        primary=primary,
+        tracking_dir=local,
+        role=meta.get("role"),
+        label=f"sync-{meta.get('label', 'unknown')}",
+        options=dict(meta.get("options") or {}),
+        resume=True,
+        started_at=meta.get("created"),
+    )
+    plan = Plan(folder=str(folder), prefix=str(meta.get("prefix") or ""), poll=0.2)
+    for spec in manager.select(names):
         entry, opened = _entry(spec, handle, recorded, folder)
         # The targets' paths under the primary's directory are the writer's under its own.
         for primary_dir in {recorded.tracking_dir, handle.tracking_dir}:
             entry = rebase(entry, primary_dir, str(local))
-        entries[spec.name] = entry
-        actions[spec.name] = "attach" if opened or not primary else "open"
+        action = "attach" if opened or not primary else "open"
+        backend = context_to_dict(replace(context, backend=spec.name))
+        plan.backends.append(BackendPlan(spec.name, backend, action, entry, writer=writer))
 
     def on_opened(name: str, result: Any) -> None:
         if not primary or name not in handle.pending:
@@ -354,22 +381,7 @@ def _setup(folder: Path, meta: dict[str, Any], handle: RunHandle, manager: Plugi
             log.warning("could not save the run handle %s: %s", handle.run_dir, exc)
         report.opened.append(f"{handle.run_id}:{name}")
 
-    contexts = {
-        spec.name: RunContext(
-            backend=spec.name,
-            run_id=handle.run_id,
-            name=handle.name,
-            primary=primary,
-            tracking_dir=local,
-            role=meta.get("role"),
-            label=f"sync-{meta.get('label', 'unknown')}",
-            options=dict(meta.get("options") or {}),
-            resume=True,
-        )
-        for spec in specs
-    }
-    writer = _writer(meta, str(local))
-    return _Setup(names, specs, contexts, entries, actions, str(meta.get("prefix") or ""), on_opened, writer)
+    return _Setup(plan, on_opened)
 
 
 def _writer(meta: dict[str, Any], tracking_dir: str) -> dict[str, Any]:
@@ -430,7 +442,7 @@ def await_peers(tracking_dir: str, run_id: str, own: Path | None, deadline: floa
         report = SyncReport()
         replay(journal, meta, manager, report, handles, stream=None, deadline=deadline)
         for error in report.errors:
-            log.warning("could not replay %s before closing the run: %s", journal.name, error)
+            log.info("could not replay %s before closing the run: %s", journal.name, error)  # the summary says it
         if report.errors:
             missing[str(journal)] = "; ".join(e.removeprefix(f"{journal}: ") for e in report.errors)
     # What a peer logged before now reaches its journal within one flush interval (its pump's):

@@ -19,7 +19,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..errors import TrackingError
+from ..errors import TrackingError, WarnOnce
 from ..records import RunStatus
 
 log = logging.getLogger("tracking_core.integrations")
@@ -27,18 +27,24 @@ log = logging.getLogger("tracking_core.integrations")
 __all__ = ["HostRun", "project_options"]
 
 def project_options(project: str | None) -> dict[str, Any]:
-    """Backend options that name the host's project, from every tracker plugin's
-    ``project_options`` hook (the MLflow experiment, the W&B, SwanLab and trackio project).
+    """Backend options that name the host's project, from every backend's views (the MLflow
+    experiment, the W&B, SwanLab and trackio project), in plugin load order.
 
     A tracker's own environment variable (``MLFLOW_EXPERIMENT_NAME``, ``WANDB_PROJECT``) wins, as
-    it would with the host's own tracker integration: its plugin then sets nothing.
+    it would with the host's own tracker integration: its views then set nothing. Views that
+    raise are logged and set nothing.
     """
     if not project:
         return {}
     from ..plugins import get_plugin_manager
 
     out: dict[str, Any] = {}
-    for _plugin, options in get_plugin_manager().call_each("project_options", project=str(project)):
+    for name, spec in get_plugin_manager().backends.items():
+        try:
+            options = spec.views.project_options(str(project))
+        except Exception as exc:  # noqa: BLE001 - one tracker never stops the host's run
+            log.warning("the views of backend %r raised in project_options: %s: %s", name, type(exc).__name__, exc)
+            continue
         for dest, value in dict(options or {}).items():
             out.setdefault(dest, value)
     return out
@@ -82,7 +88,7 @@ class HostRun:
         self.tags = dict(tags or {})
         self.run: Any = None
         self._config: dict[str, Any] = {}
-        self._warned: set[str] = set()
+        self._warn_once = WarnOnce(log)
 
     # -- the run ---------------------------------------------------------------------------------
     def start(self, config: Any = None) -> Any:
@@ -154,16 +160,12 @@ class HostRun:
 
     def log_table(self, key: str, columns: Sequence[str], rows: Sequence[Sequence[Any]], step: int | None = None) -> bool:
         """Log ``rows`` (cells in ``columns`` order) as the table ``key`` at ``step``; returns
-        whether it was handed over (False, said once, where this tracking-core has no tables)."""
+        whether it was handed over."""
         try:
             run = self.live("log_table")
             if run is None:
                 return False
-            log_table = getattr(run, "log_table", None)
-            if log_table is None:
-                self._warn_once("table", "%s: table %r not logged: this tracking-core has no tables", self.host, key)
-                return False
-            log_table(key, [dict(zip(columns, row, strict=False)) for row in rows], step=step)
+            run.log_table(key, [dict(zip(columns, row, strict=False)) for row in rows], step=step)
             return True
         except Exception as exc:  # noqa: BLE001
             self._warn_once("table", "%s: could not log table %r (%s: %s); training goes on", self.host, key, type(exc).__name__, exc)
@@ -183,14 +185,7 @@ class HostRun:
         if run is None or run.finished is not None:
             return
         try:
-            if timeout is None:
-                run.finish(status=final)
-            else:
-                run.finish(timeout=timeout, status=final)
+            run.finish(timeout=timeout, status=final)  # None: the run's default
         except Exception as exc:  # noqa: BLE001
             self._warn_once("finish", "%s: could not finish the run (%s: %s)", self.host, type(exc).__name__, exc)
 
-    def _warn_once(self, kind: str, msg: str, *args: Any) -> None:
-        if kind not in self._warned:
-            self._warned.add(kind)
-            log.warning(msg, *args)

@@ -38,9 +38,6 @@ at the same path (Ray's setup hook does not).
 from __future__ import annotations
 
 import importlib
-import importlib.abc
-import importlib.machinery
-import json
 import os
 import re
 import sys
@@ -48,7 +45,10 @@ import threading
 import types
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import importlib.machinery
 
 #: Where the ``sitecustomize`` that activates child interpreters lives.
 BOOTSTRAP_DIR = Path(__file__).resolve().parent / "_bootstrap"
@@ -74,10 +74,10 @@ def host_variable(host: str) -> str:
 def installed_hosts() -> dict[str, str]:
     """Every installed host adapter, host name -> its module (the :data:`HOSTS_GROUP` entry
     points; the first of a name wins, as for plugins)."""
-    from importlib import metadata
+    from ..entry_points import entry_points
 
     hosts: dict[str, str] = {}
-    for ep in metadata.entry_points(group=HOSTS_GROUP):
+    for ep in entry_points(HOSTS_GROUP):
         hosts.setdefault(ep.name, ep.value)
     return hosts
 
@@ -103,8 +103,10 @@ def _with_path_first(entry: str, value: str | None) -> str:
     return os.pathsep.join([entry, *parts])
 
 
-class _PatchingLoader(importlib.abc.Loader):
-    """The module's own loader, followed by the patch; everything else is the original loader's."""
+class _PatchingLoader:
+    """The module's own loader, followed by the patch; everything else is the original loader's.
+    (No :mod:`importlib.abc` base: the import system asks only for the methods, and importing
+    that module costs every ``import tracking_core`` several milliseconds.)"""
 
     def __init__(self, loader: Any, patch: Callable[[types.ModuleType], None]) -> None:
         self.loader = loader
@@ -122,7 +124,7 @@ class _PatchingLoader(importlib.abc.Loader):
         return getattr(self.loader, name)
 
 
-class HostFinder(importlib.abc.MetaPathFinder):
+class HostFinder:
     """Finds a host's patched modules with the finders behind it, and wraps their loader so the
     module is patched as soon as it has run."""
 
@@ -253,6 +255,8 @@ class HostHook:
     def print_launch(self, argv: Sequence[str] | None, *, module: str, after: Sequence[str] = ()) -> int:
         """``python -m <module> [--json]``: the lines to add to a launch script (``after``:
         further comment lines), or with ``--json`` the job's Ray runtime environment."""
+        import json
+
         argv = list(sys.argv[1:] if argv is None else argv)
         runtime = json.dumps(self.ray_runtime_env({"env_vars": {}}))
         if "--json" in argv:

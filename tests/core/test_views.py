@@ -1,8 +1,8 @@
-"""The hooks through which a tracker's plugin says what the core says about its data: where it
-is (the start line), how to upload it (the end of the run), its viewer (``tracking-core ui``),
-its read-back (``tracking-core show``), a run of its own files without a saved handle, the
-options a host's project name sets — and the registration fields that go with them (the
-viewer's port, the embedded default). One ``test_hook_<name>`` per hook (test_contract.py)."""
+"""What a tracker's views say about its data, as the core asks them: where it is (the start
+line), how to upload it (the end of the run), its viewer (``tracking-core ui``), its read-back
+(``tracking-core show``), a run of its own files without a saved handle, the options a host's
+project name sets — and the registration fields that go with them (the viewer's port, the
+embedded default)."""
 
 from __future__ import annotations
 
@@ -15,55 +15,47 @@ import pytest
 
 import tracking_core
 from tracking_core.handle import RunHandle
-from tracking_core.plugin_api import Backend, TrackerReport, Viewer
+from tracking_core.plugin_api import Backend, TrackerReport, Viewer, Views
 from tracking_core.plugins import get_plugin_manager
 
 
-class Acme:
-    """A tracker plugin as a third party writes it: answers for ``acme``, None for the rest."""
+class AcmeViews(Views):
+    def location(self, entry: Mapping[str, Any], handle: RunHandle) -> list[str]:
+        return [f"acme: {entry['dir']}", "  second line"]
 
-    @tracking_core.hookimpl
-    def register_backends(self, register: Any) -> None:
-        register(Backend("acme", "builtins:object", viewer_port=47611, default_rank=1000))
-        register(Backend("acme-missing", "builtins:object", requires=("no_such_sdk_for_tests",), default_rank=2000))
+    def sync(self, entry: Mapping[str, Any], handle: RunHandle) -> list[str]:
+        return [f"acme-upload {entry['dir']}"]
 
-    @tracking_core.hookimpl
-    def tracker_location(self, backend: str, entry: Mapping[str, Any]) -> list[str] | None:
-        return [f"acme: {entry['dir']}", "  second line"] if backend == "acme" else None
-
-    @tracking_core.hookimpl
-    def tracker_sync(self, backend: str, entry: Mapping[str, Any]) -> list[str] | None:
-        return [f"acme-upload {entry['dir']}"] if backend == "acme" else None
-
-    @tracking_core.hookimpl
-    def tracker_viewer(self, backend: str, entry: Mapping[str, Any], host: str, port: int | None, dry_run: bool) -> Viewer | None:
-        if backend != "acme":
-            return None
+    def viewer(self, entry: Mapping[str, Any], handle: RunHandle, host: str, port: int | None, dry_run: bool) -> Viewer:
         return Viewer("acme", url=f"http://{host}:{port}/", command=["acme-view", str(port), str(dry_run)])
 
-    @tracking_core.hookimpl
-    def read_tracker(self, backend: str, entry: Mapping[str, Any]) -> TrackerReport | None:
-        if backend == "broken":
-            raise ImportError("No module named 'acme_sdk'", name="acme_sdk")
-        if backend != "acme":
-            return None
+    def read(self, entry: Mapping[str, Any], handle: RunHandle) -> TrackerReport:
         return TrackerReport("acme", str(entry["dir"]), status="FINISHED", last={"loss": (0.5, 2)})
 
-    @tracking_core.hookimpl
-    def show_run_files(self, run: str, limit: int) -> list[str] | None:
+    def show_files(self, run: str, tracking_dir: str, limit: int) -> list[str] | None:
         return [f"acme run {run}", f"limit {limit}"] if run.startswith("acme-") else None
 
-    @tracking_core.hookimpl
     def project_options(self, project: str) -> dict[str, str]:
         return {"acme_project": project}
 
 
-class Raising:
+class BrokenViews(Views):
+    def location(self, entry: Mapping[str, Any], handle: RunHandle) -> list[str]:
+        raise RuntimeError("boom")
+
+    def read(self, entry: Mapping[str, Any], handle: RunHandle) -> TrackerReport:
+        raise ImportError("No module named 'acme_sdk'", name="acme_sdk")
+
+
+class Acme:
+    """A tracker plugin as a third party writes it: its backends name their views."""
+
     @tracking_core.hookimpl
-    def tracker_location(self, backend: str) -> list[str] | None:
-        if backend == "fragile":
-            raise RuntimeError("boom")
-        return None
+    def register_backends(self, register: Any) -> None:
+        register(Backend("acme", "builtins:object", viewer_port=47611, default_rank=1000, views=AcmeViews()))
+        register(Backend("acme-missing", "builtins:object", requires=("no_such_sdk_for_tests",), default_rank=2000))
+        register(Backend("fragile", "builtins:object", views=BrokenViews()))
+        register(Backend("broken", "builtins:object", views=BrokenViews()))
 
 
 @pytest.fixture
@@ -73,19 +65,17 @@ def acme(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         monkeypatch.delenv(name, raising=False)
     manager = get_plugin_manager()
     manager.register(Acme(), "acme-plugin")
-    manager.register(Raising(), "raising-plugin")
     try:
         yield
     finally:
         manager.unregister("acme-plugin")
-        manager.unregister("raising-plugin")
 
 
 def _handle(tmp_path: Path, backends: dict[str, dict[str, Any]]) -> RunHandle:
     return RunHandle(run_id="r1", name="r1", tracking_dir=str(tmp_path), host="node0", backends=backends)
 
 
-def test_hook_tracker_location(acme: None, tmp_path: Path) -> None:
+def test_views_location(acme: None, tmp_path: Path) -> None:
     from tracking_core.viewers import where_to_look
 
     handle = _handle(tmp_path, {
@@ -96,13 +86,13 @@ def test_hook_tracker_location(acme: None, tmp_path: Path) -> None:
         "acme: /data/acme",
         "  second line",
         "jsonl: /data/jsonl",  # the built-in plugin's answer
-        "fragile: (tracker_location raised RuntimeError: boom)",  # one plugin's fault, its own line
+        "fragile: (its views raised RuntimeError: boom)",  # one plugin's fault, its own line
         # console: its lines were on the terminal (an empty answer)
-        "unknown: {'x': 1}",  # no plugin answers: the entry itself
+        "unknown: {'x': 1}",  # no views answer: the entry itself
     ]
 
 
-def test_hook_tracker_sync(acme: None, tmp_path: Path) -> None:
+def test_views_sync(acme: None, tmp_path: Path) -> None:
     from tracking_core.viewers import sync_lines
 
     handle = _handle(tmp_path, {
@@ -117,7 +107,7 @@ def test_hook_tracker_sync(acme: None, tmp_path: Path) -> None:
     assert sync_lines(_handle(tmp_path, {"wandb": {"mode": "online", "id": "w1"}})) == []
 
 
-def test_hook_tracker_viewer(acme: None, tmp_path: Path) -> None:
+def test_views_viewer(acme: None, tmp_path: Path) -> None:
     from tracking_core.viewers import plan_viewers
 
     handle = _handle(tmp_path, {
@@ -132,7 +122,7 @@ def test_hook_tracker_viewer(acme: None, tmp_path: Path) -> None:
     port = int(viewers["acme"].command[1])  # type: ignore[index]
     assert 47611 < port < 47711 and viewers["acme"].command == ["acme-view", str(port), "True"]
     assert viewers["mlflow"].command is None  # a server: its own UI, the run's page
-    assert viewers["mlflow"].url == "http://mlflow.example:5000/#/experiments/1/runs/abc"
+    assert viewers["mlflow"].url == "http://mlflow.example:5000/#/experiments/1/runs/abc/model-metrics"
     assert viewers["jsonl"].command is None and viewers["jsonl"].note.endswith(f"show {handle.run_dir}")
     assert viewers["unknown"].note == "no viewer known; its entry in the run handle: {'x': 1}"
     # a port given for it (--acme-port) wins; `trackers` limits which
@@ -151,7 +141,7 @@ def test_ui_has_a_port_option_for_each_declared_viewer(acme: None, capsys: pytes
     assert "--jsonl-port" not in out  # no local viewer
 
 
-def test_hook_read_tracker(acme: None, tmp_path: Path) -> None:
+def test_views_read(acme: None, tmp_path: Path) -> None:
     from tracking_core.readback import read_trackers
 
     handle = _handle(tmp_path, {"acme": {"dir": "/data/acme"}, "broken": {"dir": "x"}, "swanlab": {"mode": "online"}})
@@ -162,7 +152,7 @@ def test_hook_read_tracker(acme: None, tmp_path: Path) -> None:
     assert swanlab.detail == "no local reader" and swanlab.error is None
 
 
-def test_hook_show_run_files(acme: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_views_show_files(acme: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from tracking_core import cli
 
     assert cli.main(["show", "acme-7", "--limit", "3", "--tracking-dir", str(tmp_path)]) == 0
@@ -180,11 +170,11 @@ def test_hook_show_run_files(acme: None, tmp_path: Path, capsys: pytest.CaptureF
     assert "no saved run 'nobodys-run'" in capsys.readouterr().err
 
 
-def test_hook_project_options(acme: None, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_views_project_options(acme: None, monkeypatch: pytest.MonkeyPatch) -> None:
     from tracking_core.integrations.host_run import project_options
 
     options = project_options("hosts-proj")
-    # every tracker's plugin names the project, a third party's too
+    # every tracker's views name the project, a third party's too
     assert options == {
         "mlflow_experiment": "hosts-proj",
         "wandb_project": "hosts-proj",
@@ -192,7 +182,7 @@ def test_hook_project_options(acme: None, monkeypatch: pytest.MonkeyPatch) -> No
         "trackio_project": "hosts-proj",
         "acme_project": "hosts-proj",
     }
-    # a tracker's own variable wins: its plugin sets nothing
+    # a tracker's own variable wins: its views set nothing
     for env, dest in (("MLFLOW_EXPERIMENT_ID", "mlflow_experiment"), ("WANDB_PROJECT", "wandb_project"),
                       ("SWANLAB_PROJ_NAME", "swanlab_project"), ("TRACKIO_PROJECT", "trackio_project")):  # fmt: skip
         monkeypatch.setenv(env, "own")
