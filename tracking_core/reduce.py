@@ -3,8 +3,8 @@
 On every rank of a role, ``log_metrics`` takes :class:`Mean`, :class:`Sum`, :class:`Max`,
 :class:`Min` and :class:`Quantiles` values beside plain ones, and ``timer(phase, step=)`` times
 a phase. The training thread only appends the call to a deque. A background thread per attached
-process (its :class:`Gatherer`) packs a step's partials once the rank moves past that step (or
-flushes, or finishes) and pushes them as one message onto a queue in the job's c10d store, the
+process (its :class:`Gatherer`) packs a step's partials once the rank moves past that step, the
+step is :data:`IDLE`, or the rank flushes or finishes, and pushes them as one message onto a queue in the job's c10d store, the
 store :mod:`tracking_core.attendance` announces in: no collective, nothing another rank waits for.
 The writer's gatherer pops that queue, waits for a step's other ranks at most ``REDUCE_WAIT``
 seconds after its first message (a rank that published a later step skipped it), reduces, and
@@ -53,6 +53,12 @@ _LOG_GAMMA = math.log(_GAMMA)
 MAX_BUCKETS = 2048
 QUANTILES = {"p5": 0.05, "p50": 0.5, "p95": 0.95}
 POLL = 0.1
+#: A step this rank has added nothing to for this long (seconds) is published without waiting for
+#: the rank to move past it: a rank killed after its last step keeps that step.
+IDLE = 1.0
+#: The latest steps whose logged keys the writer keeps: a step's later keys are logged beside
+#: them; an older step's late message is dropped.
+RECENT = 1024
 #: Spans kept for the trace file, at most (later ones are counted, not kept).
 MAX_SPANS = 1_000_000
 
@@ -339,9 +345,10 @@ def _megatron_group() -> tuple[Any, bool]:
 
 
 class _Part:
-    __slots__ = ("metrics", "times", "spans")
+    __slots__ = ("metrics", "times", "spans", "last")
 
     def __init__(self) -> None:
+        self.last = time.monotonic()  # when this rank last added to it
         self.metrics: dict[str, list[Any]] = {}
         self.times: dict[str, float] = {}
         self.spans: list[list[Any]] = []
@@ -370,6 +377,7 @@ class Gatherer:
         self.pending: dict[tuple[Any, int], _Step] = {}  # the writer's steps not logged yet
         self.latest: dict[Any, dict[int, int]] = {}  # axis -> rank -> its latest published step
         self.done: set[tuple[Any, int]] = set()
+        self.logged: dict[tuple[Any, int], set[str]] = {}  # the RECENT latest done steps' keys
         self.spans: list[tuple[int, str, int, float, float]] = []
         self.origins: dict[int, float] = {}
         self._say = WarnOnce(log)
@@ -399,9 +407,10 @@ class Gatherer:
     def _tick(self, publish_all: bool = False, force: bool = False) -> None:
         while self.items:
             self._take(*self.items.popleft())
-        if publish_all:
-            for axis, parts in self.open.items():
-                for step in sorted(parts):
+        idle = time.monotonic() - (0.0 if publish_all else IDLE)
+        for axis, parts in self.open.items():
+            for step in sorted(parts):
+                if parts[step].last <= idle:
                     self._publish(axis, step, parts.pop(step))
         if self.writer:
             self._receive_all()
@@ -453,6 +462,8 @@ class Gatherer:
         part = parts.get(step)
         if part is None:
             part = parts[step] = _Part()
+        else:
+            part.last = time.monotonic()
         return part
 
     def _publish(self, axis: Any, step: int, part: _Part) -> None:
@@ -509,6 +520,8 @@ class Gatherer:
         for phase, start, dur in msg["sp"]:
             if len(self.spans) < MAX_SPANS:
                 self.spans.append((rank, phase, step, start, dur))
+        if (axis, step) in self.done and (axis, step) in self.logged:  # more of a logged step
+            self.done.discard((axis, step))
         if (axis, step) in self.done:
             self._say(
                 "late",
@@ -543,6 +556,20 @@ class Gatherer:
 
     def _log(self, axis: Any, step: int, entry: _Step) -> None:
         values = {**reduce(entry.metrics, self.size), **phases(entry.times, self.size)}
+        logged = self.logged.pop((axis, step), set())
+        again = [k for k in values if k in logged]
+        if again:
+            self._say(
+                "again",
+                "tracking-core: role %r step %s: %s arrived after that step's value was logged (a key logged or a "
+                "phase timed again over %s s after the step's last call): not counted (said once)",
+                self.run.role, step, ", ".join(sorted(again)[:5]), IDLE,
+            )  # fmt: skip
+            for k in again:
+                del values[k]
+        self.logged[(axis, step)] = logged | values.keys()
+        if len(self.logged) > RECENT:
+            del self.logged[next(iter(self.logged))]
         if len(entry.metrics) < self.size:
             self._say(
                 "incomplete", "tracking-core: role %r step %s: %d of %d ranks' values arrived within %s s; each value that "

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import time
 from pathlib import Path
 from typing import Any
 
@@ -170,3 +171,74 @@ def test_the_training_thread_only_appends() -> None:
     assert gatherer is not None and gatherer.size == 1
     null.finish()
     assert gatherer.closed and not gatherer.thread.is_alive()
+
+
+class _Run:
+    """What a gatherer needs of its run: the writer's ``log_metrics`` records what it logs."""
+
+    def __init__(self, writer: bool) -> None:
+        self.is_writer, self.role, self.run_id = writer, "actor", "r1"
+        self.logged: list[tuple[int, dict[str, float]]] = []
+
+    def log_metrics(self, values: dict[str, float], step: int, step_key: str | None = None) -> None:
+        self.logged.append((step, dict(values)))
+
+    def log_artifact(self, *args: object, **kwargs: object) -> None:
+        pass
+
+
+@pytest.fixture
+def two_ranks(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Two gatherers of one role, a writer and rank 1, over a real c10d TCPStore in this process;
+    a step goes idle after 0.2 s."""
+    dist = pytest.importorskip("torch.distributed")
+    from tests.helpers.mlflow_server import free_port
+
+    store = dist.TCPStore("127.0.0.1", free_port(), 1, True, wait_for_workers=False)
+    monkeypatch.setattr(rd, "IDLE", 0.2)
+    layouts = iter([(store, "q", 0, 2, True), (store, "q", 1, 2, True)])
+    monkeypatch.setattr(rd, "_layout", lambda run: next(layouts))
+    writer, other = _Run(True), _Run(False)
+    gatherers = rd.Gatherer(writer), rd.Gatherer(other)
+    yield writer, gatherers
+    for g in gatherers:
+        g.stop.set()
+        g.thread.join(1)
+
+
+def _wait_for(cond: Any, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, "not within the timeout"
+        time.sleep(0.02)
+
+
+def test_an_idle_step_is_published_without_moving_past_it(two_ranks: Any) -> None:
+    """A rank that never logs a later step, flushes or finishes (a training actor killed at the
+    job's end) has its last step logged once that step goes idle."""
+    writer, (g0, g1) = two_ranks
+    for rank, g in enumerate((g0, g1)):
+        g.items.append((None, 0, {"tokens": tc.Sum(rank + 1), "loss": tc.Mean(rank, weight=1)}))
+    _wait_for(lambda: writer.logged)
+    assert writer.logged == [(0, {"tokens": 3.0, "loss": 0.5})]  # both ranks: no /ranks key
+
+
+def test_a_steps_later_keys_are_logged_and_its_logged_keys_are_not_logged_again(
+    two_ranks: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A rank adds to a step after it went idle and was logged (a phase that ends later than the
+    step's first values): the new keys are reduced and logged at the same step; a key already
+    logged at that step is not logged twice, and that is said."""
+    writer, (g0, g1) = two_ranks
+    for rank, g in enumerate((g0, g1)):
+        g.items.append((None, 0, {"rollout/n": tc.Sum(rank + 1)}))
+    _wait_for(lambda: len(writer.logged) == 1)
+    for rank, g in enumerate((g0, g1)):
+        g.items.append((None, 0, {"train/n": tc.Sum(10 * (rank + 1)), "rollout/n": tc.Sum(100)}))
+    _wait_for(lambda: len(writer.logged) == 2)
+    assert writer.logged == [(0, {"rollout/n": 3.0}), (0, {"train/n": 30.0})]
+    assert "rollout/n arrived after that step's value was logged" in caplog.text
+    for rank, g in enumerate((g0, g1)):  # the next step as before
+        g.items.append((None, 1, {"rollout/n": tc.Sum(rank + 1)}))
+    _wait_for(lambda: len(writer.logged) == 3)
+    assert writer.logged[2] == (1, {"rollout/n": 3.0})

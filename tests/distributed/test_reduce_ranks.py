@@ -133,3 +133,41 @@ def test_megatrons_data_parallel_group_is_reduced_and_replicas_count_once(tmp_pa
         assert math.isclose(got[("actor/train/loss", step)], want, rel_tol=1e-9), (step, got)
         assert got[("actor/train/tokens", step)] == math.fsum(weights)
         assert ("actor/train/loss/ranks", step) not in got  # both of the group's ranks counted
+
+
+@pytest.mark.slow
+def test_ranks_killed_after_their_last_step_keep_it(tmp_path: Path) -> None:
+    """Every rank, the writer too, is SIGKILLed a few seconds after its last step without a
+    flush or finish (a training actor at Ray's teardown): the last step goes idle, is published
+    and logged, and the writer's delivery process delivers it from the journal."""
+    from tests.distributed import killed_worker as killed
+
+    kill_after = 1.0 + 2.5  # the reducer's idle time, then the writer's poll and journal
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("TRACKING_CORE_")},
+        "PYTHONPATH": f"{ROOT}:{ROOT / 'plugins'}",
+        "OMP_NUM_THREADS": "1",
+        "REPORT_DIR": str(tmp_path),
+        "KILL_AFTER": str(kill_after),
+        "TRACKING_CORE_BACKENDS": "jsonl",
+        "TRACKING_CORE_DIR": str(tmp_path / "tracking"),
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2", killed.__file__],
+        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=240,
+    )  # fmt: skip
+    assert done.returncode != 0  # killed, as meant
+    want = {("actor/train/tokens", s): 3.0 for s in range(killed.STEPS)}
+    deadline = time.monotonic() + 60  # the delivery process outlives the training process
+    got: dict[tuple[str, int], float] = {}
+    while time.monotonic() < deadline:
+        got = {
+            (m["name"], m["step"]): m["value"]
+            for p in (tmp_path / "tracking" / "jsonl").rglob("actor*.jsonl")
+            for m in map(json.loads, p.read_text().splitlines())
+            if m.get("type") == "metric" and m["name"] == "actor/train/tokens"
+        }
+        if got == want:
+            break
+        time.sleep(0.5)
+    assert got == want, done.stdout[-3000:] + done.stderr[-3000:]
