@@ -54,6 +54,7 @@ log = logging.getLogger("tracking_core.runs")
 _METRIC, _TABLE, _HISTOGRAM, _TEXT = kinds.METRIC, kinds.TABLE, kinds.HISTOGRAM, kinds.TEXT
 #: The clock of log_metrics, bound once (a module attribute looked up at every call costs it).
 _now = time.time
+_REDUCERS = reduce.Reducer  # its ``made``: one attribute read until a reducer exists
 
 DEFAULT_FLUSH_INTERVAL = 0.5
 DEFAULT_FINISH_TIMEOUT = 30.0
@@ -441,7 +442,7 @@ class Run:
         if self._state is not None:
             self._usable("log_metrics")
             return
-        if reduce.take(self, metrics, step, step_key):  # reduced across the role's ranks first
+        if _REDUCERS.made and reduce.take(self, metrics, step, step_key):  # across the role's ranks
             return
         try:
             self._append((_METRIC, _now(), dict(metrics), step, step_key))

@@ -52,7 +52,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
@@ -401,7 +401,7 @@ class ProcessDelivery:
                 threading.Thread(target=self._answer_locally, args=(pending,), daemon=True).start()
                 continue
             remaining = None if pending.deadline is None else max(0.0, pending.deadline - time.monotonic())
-            self._send(replace(pending.request, timeout=remaining))
+            self._send(pending.request._replace(timeout=remaining))
 
     def _answer_locally(self, pending: _Waiting) -> None:
         assert self._local is not None

@@ -16,8 +16,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from .failures import FAILURE
 
@@ -26,19 +25,18 @@ T = TypeVar("T")
 
 def line(message: Start | Request | Event) -> bytes:
     """One message as the line that crosses a pipe."""
-    out = {f.name: getattr(message, f.name) for f in fields(message)}
+    out = message._asdict()
     if not isinstance(message, Start):
         out["op" if isinstance(message, Request) else "ev"] = type(message).__name__.lower()
     return (json.dumps(out, default=str) + "\n").encode()
 
 
 def _read(cls: type[T], obj: Mapping[str, Any]) -> T:
-    return cls(**{f.name: obj[f.name] for f in fields(cls) if f.name in obj})  # type: ignore[arg-type]
+    return cls(**{name: obj[name] for name in cls._fields if name in obj})  # type: ignore[attr-defined]
 
 
 # -- to the delivery process -----------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class Start:
+class Start(NamedTuple):
     """The first line: the follower's plan (:meth:`Plan.to_json`'s data), the log level and
     command line to take on, and the descriptors the process inherits: ``crash_fd`` (where a
     fatal signal's report goes), ``training`` (``pid`` and ``pidfd`` of the process it delivers
@@ -56,19 +54,14 @@ class Start:
         return _read(cls, obj)
 
 
-@dataclass(frozen=True, slots=True)
-class Feed:
+class Feed(NamedTuple):
     """Records the writer could not journal (``("records", [...])``), or an older writer's
     switch between journal and memory."""
 
-    message: tuple[str, Any]
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "message", tuple(self.message))  # a list on the wire
+    message: tuple[str, Any]  # a list on the wire: made a tuple again by decode_request
 
 
-@dataclass(frozen=True, slots=True)
-class Drain:
+class Drain(NamedTuple):
     """Answer (:class:`Done`) once every backend has done every record up to ``target``."""
 
     id: int
@@ -76,8 +69,7 @@ class Drain:
     timeout: float | None
 
 
-@dataclass(frozen=True, slots=True)
-class Finish:
+class Finish(NamedTuple):
     """Deliver up to the end record ``end``, apply the completion rule, answer and exit."""
 
     id: int
@@ -85,16 +77,14 @@ class Finish:
     timeout: float | None
 
 
-@dataclass(frozen=True, slots=True)
-class Replay:
+class Replay(NamedTuple):
     """``tracking-core sync``'s request: deliver the journal of a writer that is gone to its end."""
 
     id: int
     timeout: float | None
 
 
-@dataclass(frozen=True, slots=True)
-class Stop:
+class Stop(NamedTuple):
     """Stop delivering at once (what is not done stays in the journal)."""
 
 
@@ -102,23 +92,20 @@ Request = Feed | Drain | Finish | Replay | Stop
 
 
 # -- from the delivery process (and its keeper) ----------------------------------------------
-@dataclass(frozen=True, slots=True)
-class Ready:
+class Ready(NamedTuple):
     """The follower runs: a death from now on is no failure to start."""
 
     pid: int
 
 
-@dataclass(frozen=True, slots=True)
-class Opened:
+class Opened(NamedTuple):
     """The primary opened the run in ``backend``: ``result`` is its entry in the run handle."""
 
     backend: str
     result: Any
 
 
-@dataclass(frozen=True, slots=True)
-class Call:
+class Call(NamedTuple):
     """``backend``'s code runs ``hook`` on thread ``thread`` (``hook`` None: the call returned):
     whose code it was, should the process die."""
 
@@ -127,15 +114,13 @@ class Call:
     thread: int
 
 
-@dataclass(frozen=True, slots=True)
-class Report:
+class Report(NamedTuple):
     """The follower's report (:meth:`Follower.report`), sent when it changed."""
 
     report: dict[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
-class Done:
+class Done(NamedTuple):
     """The answer to request ``id``: ``ok`` (drained, or finished complete) and the report then
     (None: none came with it)."""
 
@@ -144,8 +129,7 @@ class Done:
     report: dict[str, Any] | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Log:
+class Log(NamedTuple):
     """A log record of the delivery process (``failure``: what :mod:`.failures` needs to say a
     cause once)."""
 
@@ -160,24 +144,21 @@ class Log:
         logging.getLogger(self.name).log(self.level, "%s", self.msg, extra=extra)
 
 
-@dataclass(frozen=True, slots=True)
-class Progressed:
+class Progressed(NamedTuple):
     """A replaying process's progress (backend -> ``BackendProgress.to_dict()``), which the
     ``tracking-core sync`` that started it alone saves."""
 
     acks: Mapping[str, Mapping[str, Any]]
 
 
-@dataclass(frozen=True, slots=True)
-class Started:
+class Started(NamedTuple):
     """The keeper started the delivery process ``pid``; ``keeper`` is its own pid."""
 
     pid: int
     keeper: int
 
 
-@dataclass(frozen=True, slots=True)
-class Exited:
+class Exited(NamedTuple):
     """The delivery process ended with ``code`` (``-SIGNAL`` for a signal)."""
 
     code: int
@@ -192,6 +173,8 @@ _EVENTS: dict[str, type[Event]] = {c.__name__.lower(): c for c in (Ready, Opened
 def decode_request(obj: Mapping[str, Any]) -> Request | None:
     """A request from its line's object; None for one this version does not know."""
     cls = _REQUESTS.get(str(obj.get("op")))
+    if cls is Feed:
+        return Feed(tuple(obj["message"]))
     return None if cls is None else _read(cls, obj)
 
 

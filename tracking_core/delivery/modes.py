@@ -23,7 +23,6 @@ from .. import settings
 from ..errors import TrackingError
 from ..plugins import PluginManager
 from ..registry import BackendSpec
-from .follower import Follower
 from .plan import Plan
 from .stream import Message
 
@@ -58,6 +57,9 @@ class ThreadDelivery:
     pid: int | None = None
 
     def __init__(self, plan: Plan, manager: PluginManager, on_opened: Callable[[str, Any], None]) -> None:
+        # imported here: a training process whose delivery runs in its own process never needs it
+        from .follower import Follower
+
         self.follower = Follower(plan, manager, on_opened=on_opened).start()
 
     def feed(self, message: Message) -> None:
