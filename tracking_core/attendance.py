@@ -39,15 +39,14 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .delivery import writers
 from .delivery.writers import UNHEARD
 from .files import replace_text
 from .handle import run_folder
-
-if TYPE_CHECKING:
-    from .writer import WriterDecision
+from .views import sync_command
+from .writer import SYSTEM_ROLE, WriterDecision
 
 log = logging.getLogger("tracking_core.attendance")
 
@@ -159,8 +158,6 @@ def announce(
 def _announce(store: Any, run_id: str, role: str, decision: WriterDecision, where: tuple[str | None, str | None]) -> None:
     """The roll's line; besides it, two small keys a watching non-writer checks (never the
     whole roll): that ``role`` has a writer, and the role the world's rank 0 attached with."""
-    from .system_metrics import ROLE as SYSTEM_ROLE
-
     key = _key(run_id)
     try:
         store.append(key, _line(role, decision, *where).encode())
@@ -317,5 +314,5 @@ def unheard_entry(entry: Mapping[str, Any]) -> dict[str, Any]:
         "delivered": 0,
         "owed": 0,
         "last_heard": None,
-        "sync": writers.sync_command(where),
+        "sync": sync_command(where),
     }

@@ -171,7 +171,7 @@ def _cmd_sync(ns: argparse.Namespace) -> int:
         print(f"tracking-core sync: {path} does not exist{where}", file=sys.stderr)
         return 2
     from .delivery.sync import DEFAULT_TIMEOUT, NoTrackingData, sync, sync_timeout
-    from .report import sync_command
+    from .views import sync_command
 
     try:
         timeout = DEFAULT_TIMEOUT if ns.timeout is None else sync_timeout(ns.timeout)
@@ -181,7 +181,7 @@ def _cmd_sync(ns: argparse.Namespace) -> int:
     try:
         report = sync(path, stream=None if ns.quiet else sys.stderr, timeout=timeout)
     except NoTrackingData as exc:
-        where = "" if ns.path else f" (the tracking directory: --tracking-dir, else ${opts.DIR_ENV}, else ./{opts.DEFAULT_TRACKING_DIR})"
+        where = "" if ns.path else f" (the tracking directory: --tracking-dir, else ${opts.DIR_ENV}, else ./{settings.DEFAULT_TRACKING_DIR})"
         print(
             f"tracking-core sync: {exc}{where}; name the tracking directory the job's process "
             "wrote in on this host (its --tracking-dir or $TRACKING_CORE_DIR there), or a journal folder",
@@ -298,7 +298,7 @@ def add_plugin_commands(parser: argparse.ArgumentParser) -> dict[str, Command]:
     return commands
 
 
-TRACKING_DIR_HELP = f"default: ${settings.DIR}, else ./{opts.DEFAULT_TRACKING_DIR}"
+TRACKING_DIR_HELP = f"default: ${settings.DIR}, else ./{settings.DEFAULT_TRACKING_DIR}"
 
 
 def _tracking_dir(parser: argparse.ArgumentParser, help: str = TRACKING_DIR_HELP) -> None:

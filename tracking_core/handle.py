@@ -6,7 +6,7 @@ of the host's args (slime pickles ``args`` into Ray actors), or as an explicit a
 primary saves it under ``<tracking_dir>/runs/<run_id>/handle.json`` for resume. It carries the
 run's identity and each tracker's target; the primary's tracking directory and host travel in
 it as information only: every process writes under its own tracking directory
-(:func:`tracking_core.runs.local_tracking_dir`), and a value of the handle that lies under the
+(:func:`local_tracking_dir`), and a value of the handle that lies under the
 primary's directory is read as lying under the process's own (:func:`rebase`).
 """
 
@@ -227,3 +227,29 @@ def find_handle_source(handle: Any = None, args: Any = None) -> tuple[RunHandle,
             except ValueError as exc:
                 raise ValueError(f"{source} {value!r:.80}: {exc}") from exc
     return None
+
+
+def local_tracking_dir(
+    handle: RunHandle | None, args: Any = None, explicit: str | os.PathLike[str] | None = None
+) -> Path:
+    """This process's own tracking directory for ``handle``'s run, absolute: where it journals,
+    saves configs and keeps local trackers' files. ``explicit`` (``tracking_dir=``), else
+    ``$TRACKING_CORE_DIR`` of this process, else (on the primary's host) the primary's
+    directory, else ``args.tracking_dir`` (``--tracking-dir``), else ``./tracking-runs`` of the
+    working directory. Never a path only another node has: the handle's directory counts only
+    on the host that made it."""
+    return local_tracking_dir_source(handle, args, explicit)[0]
+
+
+def local_tracking_dir_source(handle: RunHandle | None, args: Any, explicit: str | os.PathLike[str] | None) -> tuple[Path, str]:
+    """:func:`local_tracking_dir` and what chose it (said where it matters)."""
+    primary_dir = handle.tracking_dir if handle is not None and handle.on_primary_host() else None
+    for value, source in (
+        (explicit, "tracking_dir="),
+        (settings.get(settings.DIR), f"${settings.DIR}"),
+        (primary_dir, "the run handle (on the primary's host)"),
+        (getattr(args, "tracking_dir", None), "--tracking-dir"),
+    ):
+        if value:
+            return Path(value).absolute(), source
+    return Path(settings.DEFAULT_TRACKING_DIR).absolute(), "the default (./tracking-runs)"

@@ -23,12 +23,26 @@ import os
 import signal
 import sys
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from .records import RunStatus
 
-if TYPE_CHECKING:
-    from .runs import Run
+
+class Run(Protocol):
+    """What the exit hooks need of an open run (:class:`tracking_core.runs.Run`)."""
+
+    @property
+    def primary(self) -> bool: ...
+
+    @property
+    def run_id(self) -> str: ...
+
+    @property
+    def exit_timeout(self) -> float: ...
+
+    def finish(self, timeout: float = ..., status: Any = ...) -> Any: ...
+
+    def forked(self) -> None: ...
 
 log = logging.getLogger("tracking_core.lifecycle")
 

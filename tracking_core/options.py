@@ -23,7 +23,6 @@ from .host_parser import HostParser, added_dests
 BACKENDS_ENV = settings.BACKENDS
 DIR_ENV = settings.DIR
 KEY_STYLE_ENV = settings.KEY_STYLE
-DEFAULT_TRACKING_DIR = "tracking-runs"
 KEY_STYLES = ("default", "slime")
 
 def add_tracking_options(
@@ -57,7 +56,7 @@ def _add_options(host: HostParser) -> HostParser:
     host.add_argument(
         "--tracking-dir",
         default=None,
-        help=f"Where local run data goes. Default: ${DIR_ENV}, else ./{DEFAULT_TRACKING_DIR}.",
+        help=f"Where local run data goes. Default: ${DIR_ENV}, else ./{settings.DEFAULT_TRACKING_DIR}.",
     )
     host.add_argument(
         "--tracking-key-style",
@@ -137,7 +136,7 @@ def tracking_dir_source(args: Any = None, explicit: str | os.PathLike[str] | Non
     ):
         if value:
             return os.fspath(value), source
-    return DEFAULT_TRACKING_DIR, "the default"
+    return settings.DEFAULT_TRACKING_DIR, "the default"
 
 
 def system_metrics_interval(args: Any = None) -> float | None:

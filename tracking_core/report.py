@@ -11,7 +11,7 @@ incomplete delivery is one WARNING block. Only the job's primary says them (once
 once per rank). ``--tracking-quiet`` / ``$TRACKING_CORE_QUIET`` silence the start line and a
 complete run's summary; an incomplete delivery is still said.
 
-Every command printed here runs as printed from any shell: :func:`command` names
+Every command printed here runs as printed from any shell: :func:`tracking_core.views.command` names
 ``tracking-core`` by its full path when ``PATH`` does not find the one beside this Python (the
 virtual environment not activated), and as ``<python> -m tracking_core`` where there is no
 console script at all (a source checkout on ``PYTHONPATH``).
@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import logging
 import os
-import shlex
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -30,11 +29,12 @@ from typing import TYPE_CHECKING, Any
 
 from . import settings
 from .summary import FinishSummary, count
+from .views import sync_command
 
 if TYPE_CHECKING:
     from .handle import RunHandle
 
-__all__ = ["command", "finished", "quiet", "started", "sync_command"]
+__all__ = ["finished", "quiet", "started"]
 
 log = logging.getLogger("tracking_core.report")
 
@@ -42,7 +42,6 @@ log = logging.getLogger("tracking_core.report")
 COUNT_BUDGET = 0.25
 log.setLevel(logging.INFO)
 
-TOOL = "tracking-core"
 
 
 class _Terminal(logging.Handler):
@@ -61,27 +60,6 @@ class _Terminal(logging.Handler):
 
 if not any(isinstance(h, _Terminal) for h in log.handlers):
     log.addHandler(_Terminal())
-
-
-# -- commands ----------------------------------------------------------------------------------
-def command(*args: str | os.PathLike[str]) -> str:
-    """``tracking-core ARGS`` as a command line that runs as printed: the bare name when ``PATH``
-    finds the console script installed beside this Python, its full path when it does not,
-    ``<python> -m tracking_core`` when there is none."""
-    beside = Path(sys.executable).parent / TOOL
-    if beside.exists():
-        from .views import runnable
-
-        head = shlex.quote(runnable(TOOL))
-    else:
-        head = shlex.join([sys.executable, "-m", "tracking_core"])
-    return " ".join([head, *(shlex.quote(str(a)) for a in args)])
-
-
-def sync_command(path: str | os.PathLike[str], timeout: float | None = None) -> str:
-    """The ``tracking-core sync`` command that delivers what is kept under ``path``."""
-    extra = ["--timeout", f"{timeout:g}"] if timeout is not None else []
-    return command("sync", *extra, path)
 
 
 # -- the quiet setting -------------------------------------------------------------------------

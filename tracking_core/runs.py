@@ -34,11 +34,21 @@ from .context import RunContext
 from .delivery import kinds, snapshot
 from .delivery.intake import Intake, spill_folder
 from .delivery.journal import JOURNAL_DIR, JournalUnavailable, JournalWriter
-from .delivery.modes import Delivery, delivery_mode, start_delivery
+from .delivery.modes import delivery_mode, start_delivery
 from .delivery.plan import BackendPlan, Plan, context_to_dict, plain
+from .delivery.stream import Delivery
 from .errors import WarnOnce
 from .files import replace_text
-from .handle import ARGS_ATTR, HANDLE_FILE, RUN_ENV, RunHandle, find_handle_source, run_folder
+from .handle import (
+    ARGS_ATTR,
+    HANDLE_FILE,
+    RUN_ENV,
+    RunHandle,
+    find_handle_source,
+    local_tracking_dir,
+    local_tracking_dir_source,
+    run_folder,
+)
 from .launchers import JOB_ID_SOURCES, job_run_id
 from .names import path_part
 from .plugins import PluginManager, get_plugin_manager
@@ -46,8 +56,7 @@ from .records import ConfigSection, RunStatus
 from .registry import BackendSpec
 from .selection import resolve_backend_names
 from .summary import ENDS_DIR, FinishSummary, save_end
-from .system_metrics import ROLE as SYSTEM_ROLE
-from .writer import decide_writer
+from .writer import SYSTEM_ROLE, decide_writer
 
 log = logging.getLogger("tracking_core.runs")
 #: The kinds the log_* methods queue (bound here: log_metrics looks its kind up once per call).
@@ -56,7 +65,6 @@ _METRIC, _TABLE, _HISTOGRAM, _TEXT = kinds.METRIC, kinds.TABLE, kinds.HISTOGRAM,
 _now = time.time
 _REDUCERS = reduce.Reducer  # its ``made``: one attribute read until a reducer exists
 
-DEFAULT_FLUSH_INTERVAL = 0.5
 DEFAULT_FINISH_TIMEOUT = 30.0
 #: The longest timeout taken as given (a year): a thread cannot wait much longer (``inf`` raises).
 MAX_TIMEOUT = 365 * 86400.0
@@ -71,32 +79,6 @@ _JOB_IDS_LOCK = threading.Lock()
 
 def new_run_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S") + "-" + os.urandom(3).hex()
-
-
-def local_tracking_dir(
-    handle: RunHandle | None, args: Any = None, explicit: str | os.PathLike[str] | None = None
-) -> Path:
-    """This process's own tracking directory for ``handle``'s run, absolute: where it journals,
-    saves configs and keeps local trackers' files. ``explicit`` (``tracking_dir=``), else
-    ``$TRACKING_CORE_DIR`` of this process, else (on the primary's host) the primary's
-    directory, else ``args.tracking_dir`` (``--tracking-dir``), else ``./tracking-runs`` of the
-    working directory. Never a path only another node has: the handle's directory counts only
-    on the host that made it."""
-    return _local_dir(handle, args, explicit)[0]
-
-
-def _local_dir(handle: RunHandle | None, args: Any, explicit: str | os.PathLike[str] | None) -> tuple[Path, str]:
-    """:func:`local_tracking_dir` and what chose it."""
-    primary_dir = handle.tracking_dir if handle is not None and handle.on_primary_host() else None
-    for value, source in (
-        (explicit, "tracking_dir="),
-        (settings.get(settings.DIR), f"${settings.DIR}"),
-        (primary_dir, "the run handle (on the primary's host)"),
-        (getattr(args, "tracking_dir", None), "--tracking-dir"),
-    ):
-        if value:
-            return Path(value).absolute(), source
-    return Path(opts.DEFAULT_TRACKING_DIR).absolute(), "the default (./tracking-runs)"
 
 
 def _dir_advice(source: str, primary: bool) -> str:
@@ -762,7 +744,7 @@ def start_run(
     key_style: str | None = None,
     options: Mapping[str, Any] | None = None,
     tags: Mapping[str, str] | None = None,
-    flush_interval: float = DEFAULT_FLUSH_INTERVAL,
+    flush_interval: float = settings.DEFAULT_FLUSH_INTERVAL,
     export: bool = True,
     delivery: str | None = None,
 ) -> Run:
@@ -823,7 +805,7 @@ def start_run(
         run.log_config(launch, role=None)
     from .system_metrics import start_sampler  # the node's system metrics, if asked; never raises
 
-    start_sampler(run_handle, args=args, tracking_dir=run.tracking_dir)
+    start_sampler(run_handle, attach, args=args, tracking_dir=run.tracking_dir)
     return run
 
 
@@ -916,7 +898,7 @@ def attach(
     collect: bool = True,
     metric_prefix: str | None = None,
     options: Mapping[str, Any] | None = None,
-    flush_interval: float = DEFAULT_FLUSH_INTERVAL,
+    flush_interval: float = settings.DEFAULT_FLUSH_INTERVAL,
     delivery: str | None = None,
     tracking_dir: str | os.PathLike[str] | None = None,
     group: Any = None,
@@ -947,14 +929,14 @@ def attach(
         announce(run_handle.run_id, role, decision)
         from .system_metrics import start_sampler  # any process may sample its node; never raises
 
-        start_sampler(run_handle, args=args, tracking_dir=tracking_dir)
+        start_sampler(run_handle, attach, args=args, tracking_dir=tracking_dir)
         null = NullRun(run_handle, role)
         null.group = group
         return null
     manager = get_plugin_manager()
     specs = manager.select(list(run_handle.backends))
     prefix = metric_prefix if metric_prefix is not None else f"{role}/"
-    where = _local_dir(run_handle, args, tracking_dir)
+    where = local_tracking_dir_source(run_handle, args, tracking_dir)
     delivery = delivery or getattr(args, "tracking_delivery", None)
     options = _options_of(args, options)
     setup = RunSetup(role, decision.rank, prefix, specs, manager, options, where, args, flush_interval, delivery)
@@ -976,7 +958,7 @@ def attach(
         _log_role_config(run, manager, role, args, config, collect)
     from .system_metrics import start_sampler  # the node's system metrics, if asked; never raises
 
-    start_sampler(run_handle, args=args, tracking_dir=run.tracking_dir)
+    start_sampler(run_handle, attach, args=args, tracking_dir=run.tracking_dir)
     return run
 
 
@@ -1005,7 +987,7 @@ def _job_handle(run_id: str, args: Any, options: Mapping[str, Any] | None, track
     manager = get_plugin_manager()
     names, source = resolve_backend_names(args=args, explicit=None, manager=manager)
     specs = manager.select(names, source)
-    where = _local_dir(None, args, tracking_dir)[0]
+    where = local_tracking_dir(None, args, tracking_dir)
     handle = RunHandle(
         run_id=run_id,
         name=run_id,

@@ -83,6 +83,10 @@ def __getattr__(name: str) -> dict[str, str]:
 
 
 DEFAULT_EXIT_TIMEOUT = 30.0
+#: How often a run's pump journals what was logged (``flush_interval`` of start_run and attach).
+DEFAULT_FLUSH_INTERVAL = 0.5
+#: Where local run data goes when nothing else says (relative to the working directory).
+DEFAULT_TRACKING_DIR = "tracking-runs"
 DEFAULT_SEGMENT_BYTES = 8 << 20
 DEFAULT_QUEUE_RECORDS = 10_000
 DEFAULT_WRITER_HEARTBEAT = 5.0

@@ -157,7 +157,7 @@ class FinishSummary:
         for key, template in _SUMMARY_PARTS.items():
             if value := getattr(self, key):
                 text += "; " + template.format(sum(value.values()) if key == "skipped" else value, s=self)
-        from .report import sync_command
+        from .views import sync_command
 
         if self.journal:
             text += f"; what is missing is kept in {self.journal}: run `{sync_command(self.journal)}`"

@@ -61,7 +61,7 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -69,7 +69,7 @@ from . import options as opts
 from . import settings
 from .errors import WarnOnce
 from .files import close_quietly
-from .handle import RunHandle
+from .handle import RunHandle, local_tracking_dir
 from .names import path_part
 from .system_readers import (
     Gpus,
@@ -77,13 +77,13 @@ from .system_readers import (
     Values,
     host_reader,
 )
+from .writer import SYSTEM_ROLE
 
-__all__ = ["NODE_RANK_VARS", "ROLE", "Sampler", "node_rank", "end_sampling", "sampler_for", "start_sampler", "stop_all"]
+__all__ = ["NODE_RANK_VARS", "Sampler", "node_rank", "end_sampling", "sampler_for", "start_sampler", "stop_all"]
 
 log = logging.getLogger("tracking_core.system_metrics")
 
 #: The role of the sampler's writer.
-ROLE = "system"
 #: Where a node rank comes from, in order: torchrun's node rank, Lightning's and others', SLURM's.
 NODE_RANK_VARS = ("GROUP_RANK", "NODE_RANK", "SLURM_NODEID")
 #: The last sample at exit is taken when at least this long (or the interval) has passed.
@@ -111,12 +111,15 @@ class Sampler:
     """This process's part in its node's system metrics for one run: sampling (it holds the
     node's lock) or standing by to take over. Never raises into its caller."""
 
-    def __init__(self, handle: RunHandle, interval: float, lock: Path, args: Any, tracking_dir: Any) -> None:
+    def __init__(
+        self, handle: RunHandle, attach: Callable[..., Any], interval: float, lock: Path, args: Any, tracking_dir: Any
+    ) -> None:
         self.handle = handle
+        self._attach = attach
         self.interval = interval
         self.lock = lock
         self.host = host_key()
-        self.prefix = f"{ROLE}/{self.host}/"
+        self.prefix = f"{SYSTEM_ROLE}/{self.host}/"
         self.axis = f"{self.prefix}sample"
         self.samples = 0  # taken by this process
         self.step = 0  # the next sample's number on the node
@@ -198,23 +201,21 @@ class Sampler:
         if self._host is None and self._gpus is None:
             log.info("tracking-core: no system metrics on %s: %s, and %s", self.host, why_not, no_gpu)
             return False
-        from .runs import DEFAULT_FLUSH_INTERVAL, attach
-
         # The writer's pump and delivery wake once per sample (each sample is flushed at once),
         # not every half second: at 10 s an idle writer's polling would cost more than sampling.
-        self.run = attach(
+        self.run = self._attach(
             self.handle,
-            role=ROLE,
+            role=SYSTEM_ROLE,
             args=self._args,
             writer=True,
             collect=False,
             metric_prefix="",
-            flush_interval=max(DEFAULT_FLUSH_INTERVAL, self.interval),
+            flush_interval=max(settings.DEFAULT_FLUSH_INTERVAL, self.interval),
             tracking_dir=self._tracking_dir,
         )
         self._last = time.monotonic()
         facts = self._facts()
-        self.run.log_config({f"{self.host}/{k}": v for k, v in facts.items()}, role=ROLE, namespace=f"{ROLE}-{self.host}")
+        self.run.log_config({f"{self.host}/{k}": v for k, v in facts.items()}, role=SYSTEM_ROLE, namespace=f"{SYSTEM_ROLE}-{self.host}")
         log.info(
             "tracking-core: %s's system metrics every %g s as %s... (sample %d on; %s)%s",
             self.host,
@@ -368,29 +369,29 @@ _registry = threading.Lock()
 _hooked = False
 
 
-def start_sampler(handle: RunHandle, *, args: Any = None, tracking_dir: Any = None) -> Sampler | None:
+def start_sampler(handle: RunHandle, attach: Callable[..., Any], *, args: Any = None, tracking_dir: Any = None) -> Sampler | None:
     """This process's part in the node's system metrics for ``handle``'s run, when they are
     asked for (``--tracking-system-metrics`` on ``args``, else ``$TRACKING_CORE_SYSTEM_METRICS``);
     None when they are not, or cannot be (said once). The caller's thread opens a file and starts
     a thread, nothing more: the sampler's writer opens on the sampler's thread. Called by
-    ``start_run`` and ``attach``; a second call for the same run in one process returns the
+    ``start_run`` and ``attach`` (which it uses to attach the node's writer, role ``system``); a second call for the same run in one process returns the
     first's sampler. Never raises."""
     try:
         interval = opts.system_metrics_interval(args)
         if interval is None:
             return None
-        return _start(handle, interval, args, tracking_dir)
+        return _start(handle, attach, interval, args, tracking_dir)
     except Exception as exc:  # noqa: BLE001 - never raise into the host
         log.warning("tracking-core: no system metrics (%s: %s); training goes on", type(exc).__name__, exc)
         return None
 
 
-def _start(handle: RunHandle, interval: float, args: Any, tracking_dir: Any) -> Sampler | None:
+def _start(handle: RunHandle, attach: Callable[..., Any], interval: float, args: Any, tracking_dir: Any) -> Sampler | None:
     with _registry:
         known = _samplers.get(handle.run_id)
         if known is not None:
             return known
-        path = lock_path(_local_dir(handle, args, tracking_dir), handle.run_id)
+        path = lock_path(local_tracking_dir(handle, args, tracking_dir), handle.run_id)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             claimed = _claim(path)
@@ -403,18 +404,11 @@ def _start(handle: RunHandle, interval: float, args: Any, tracking_dir: Any) -> 
                 settings.DIR,
             )
             return None
-        sampler = Sampler(handle, interval, path, args, tracking_dir)
+        sampler = Sampler(handle, attach, interval, path, args, tracking_dir)
         _samplers[handle.run_id] = sampler
         _hook()
     sampler.start(claimed)
     return sampler
-
-
-def _local_dir(handle: RunHandle, args: Any, explicit: Any) -> Path:
-    """This process's own tracking directory for the run (its writers' too)."""
-    from .runs import local_tracking_dir
-
-    return local_tracking_dir(handle, args=args, explicit=explicit)
 
 
 def end_sampling(handle: RunHandle, tracking_dir: Any, timeout: float) -> None:
@@ -425,7 +419,7 @@ def end_sampling(handle: RunHandle, tracking_dir: Any, timeout: float) -> None:
     the close. A sampler made later (the run resumed) samples again. Never raises."""
     try:
         sampler = _samplers.get(handle.run_id)
-        folder = sampler.lock.parent if sampler is not None else lock_path(_local_dir(handle, None, tracking_dir), handle.run_id).parent
+        folder = sampler.lock.parent if sampler is not None else lock_path(local_tracking_dir(handle, None, tracking_dir), handle.run_id).parent
         if any(folder.glob("system-metrics-*.lock")):  # sampled here: say the run is over
             (folder / OVER_FILE).touch()
         if sampler is not None:

@@ -14,6 +14,8 @@ path (:func:`runnable`).
 
 from __future__ import annotations
 
+import os
+import shlex
 import shutil
 import sys
 from collections.abc import Mapping, Sequence
@@ -23,6 +25,26 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .handle import RunHandle
+
+
+TOOL = "tracking-core"
+
+
+def command(*args: str | os.PathLike[str]) -> str:
+    """``tracking-core ARGS`` as a command line that runs as printed: the bare name when ``PATH``
+    finds the console script installed beside this Python, its full path when it does not,
+    ``<python> -m tracking_core`` when there is none (a source checkout on ``PYTHONPATH``)."""
+    if (Path(sys.executable).parent / TOOL).exists():
+        head = shlex.quote(runnable(TOOL))
+    else:
+        head = shlex.join([sys.executable, "-m", "tracking_core"])
+    return " ".join([head, *(shlex.quote(str(a)) for a in args)])
+
+
+def sync_command(path: str | os.PathLike[str], timeout: float | None = None) -> str:
+    """The ``tracking-core sync`` command that delivers what is kept under ``path``."""
+    extra = ["--timeout", f"{timeout:g}"] if timeout is not None else []
+    return command("sync", *extra, path)
 
 
 def runnable(tool: str) -> str:

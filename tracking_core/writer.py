@@ -20,6 +20,9 @@ from typing import Any
 from . import settings
 
 WRITER_ENV = settings.WRITER
+#: The role of each node's system-metrics sampler (:mod:`tracking_core.system_metrics`): one
+#: writer per node, never the world's rank 0 role.
+SYSTEM_ROLE = "system"
 
 
 @dataclass(frozen=True)

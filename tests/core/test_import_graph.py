@@ -12,8 +12,6 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
 import tracking_core
 
 PACKAGE = Path(tracking_core.__file__).resolve().parent
@@ -108,31 +106,12 @@ def _cycle(group: list[str], edges: dict[str, set[str]]) -> list[str]:
     return group
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="circles through runs, summary, report, system_metrics and the delivery core, which is "
-    "being split into smaller modules; strict: the mark goes once they are gone",
-)
 def test_no_import_circle_inside_tracking_core() -> None:
     edges = graph()
     assert len(edges) > 50 and edges["tracking_core.plugins"], "the walk found the package"
     found = circles(edges)
     said = [f"{len(g)} modules: {', '.join(g)}\n    e.g. {' -> '.join(_cycle(g, edges))}" for g in found]
     assert not found, "import circles:\n  " + "\n  ".join(said)
-
-
-#: The modules of the circles left (see the xfail above): a circle elsewhere is a new one.
-TANGLED = frozenset(
-    ["tracking_core.attendance", "tracking_core.lifecycle", "tracking_core.reduce", "tracking_core.report",
-     "tracking_core.runs", "tracking_core.summary", "tracking_core.system_metrics"]
-)  # fmt: skip
-
-
-def test_no_new_import_circle() -> None:
-    """Until the circles above are gone: every circle is among their modules and the delivery
-    core's; nowhere else (the plugin API, the hooks, the config code) has one."""
-    new = [g for g in circles(graph()) if not all(".delivery." in m or m in TANGLED for m in g)]
-    assert not new, f"new import circles: {new}"
 
 
 def test_the_walk_sees_every_kind_of_import(tmp_path: Path) -> None:

@@ -195,7 +195,7 @@ def test_on_the_primarys_host_tracking_core_dir_moves_a_writer_off_an_unwritable
 def test_local_tracking_dir_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from types import SimpleNamespace
 
-    from tracking_core.runs import local_tracking_dir
+    from tracking_core.handle import local_tracking_dir
 
     monkeypatch.delenv("TRACKING_CORE_DIR", raising=False)
     monkeypatch.chdir(tmp_path)

@@ -118,7 +118,7 @@ def test_quiet_silences_the_start_line_and_the_summary(tmp_path: Path, how: str)
 
 
 def test_the_sync_command_runs_without_a_console_script(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from tracking_core.report import sync_command
+    from tracking_core.views import sync_command
 
     assert shlex.split(sync_command("/x y"))[1:] == ["sync", "/x y"]
     monkeypatch.setattr(sys, "executable", str(tmp_path / "bin" / "python"))  # no tracking-core beside it

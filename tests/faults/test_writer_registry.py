@@ -33,7 +33,7 @@ from tests.helpers.mlflow_server import MlflowServer, mlflow_server  # noqa: F40
 from tests.helpers.nodes import Link, SimulatedNode, simulated_nodes  # noqa: F401
 from tracking_core.plugins import get_plugin_manager
 from tracking_core.records import RunStatus
-from tracking_core.report import sync_command
+from tracking_core.views import sync_command
 
 
 class Registry:

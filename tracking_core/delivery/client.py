@@ -57,6 +57,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..config.secrets import redact_argv
+from ..views import sync_command
 from .messages import (
     Call,
     Done,
@@ -74,9 +75,8 @@ from .messages import (
     decode_event,
     line,
 )
-from .modes import Delivery
 from .plan import Plan
-from .stream import Message
+from .stream import Delivery, Message
 
 log = logging.getLogger("tracking_core.delivery")
 
@@ -473,8 +473,6 @@ class ProcessDelivery:
 
 def _sync_command(plan: Plan) -> str:
     """The command that delivers what this writer's journal keeps."""
-    from ..report import sync_command
-
     return sync_command(plan.folder or "<tracking dir>")
 
 

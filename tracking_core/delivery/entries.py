@@ -20,11 +20,32 @@ pump from :func:`row_line` directly, without building a :class:`Row` first, for 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
+from dataclasses import asdict
 from typing import Any, NamedTuple
 
 from ..records import Cell, ConfigSection
-from .journal import encode_value, section_from_dict, section_to_dict
+
+
+def encode_value(value: float) -> float | str:
+    """JSON has no NaN/inf: keep them as strings that decode back exactly."""
+    return value if math.isfinite(value) else repr(value)
+
+
+def section_to_dict(section: ConfigSection) -> dict[str, Any]:
+    return asdict(section)
+
+
+def section_from_dict(data: Mapping[str, Any]) -> ConfigSection:
+    return ConfigSection(
+        role=data.get("role"),
+        namespace=data["namespace"],
+        prefix=data.get("prefix", ""),
+        values=data.get("values") or {},
+        params=data.get("params") or {},
+        report=data.get("report") or {},
+    )
 
 
 def _text(value: Any) -> str | None:

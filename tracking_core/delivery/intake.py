@@ -50,7 +50,7 @@ from ..records import ConfigSection
 from . import kinds, snapshot
 from .entries import Artifact, encode_value, row_line
 from .journal import JOURNAL_DIR, JournalWriter, dumps
-from .modes import Delivery
+from .stream import Delivery
 
 log = logging.getLogger("tracking_core.delivery")
 

@@ -31,7 +31,6 @@ import errno
 import fcntl
 import json
 import logging
-import math
 import os
 import shutil
 import threading
@@ -42,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from ..files import close_quietly, replace_text
-from ..records import ConfigSection
+from .entries import End, is_end
 from .progress import BackendProgress
 
 log = logging.getLogger("tracking_core.journal")
@@ -63,11 +62,6 @@ READ_CHUNK = 1 << 20
 
 def dumps(obj: Any) -> str:
     return json.dumps(obj, separators=(",", ":"), default=str)
-
-
-def encode_value(value: float) -> float | str:
-    """JSON has no NaN/inf: keep them as strings that decode back exactly."""
-    return value if math.isfinite(value) else repr(value)
 
 
 def segment_name(index: int) -> str:
@@ -96,21 +90,6 @@ def segments(folder: Path) -> list[tuple[int, Path]]:
         if index is not None:
             out.append((index, path))
     return sorted(out)
-
-
-def section_to_dict(section: ConfigSection) -> dict[str, Any]:
-    return asdict(section)
-
-
-def section_from_dict(data: Mapping[str, Any]) -> ConfigSection:
-    return ConfigSection(
-        role=data.get("role"),
-        namespace=data["namespace"],
-        prefix=data.get("prefix", ""),
-        values=data.get("values") or {},
-        params=data.get("params") or {},
-        report=data.get("report") or {},
-    )
 
 
 # -- locks -------------------------------------------------------------------------------------
@@ -595,8 +574,6 @@ def find_journals(root: Path) -> Iterator[Path]:
 def scan(folder: Path) -> tuple[int, int | None, BadLines]:
     """The last record number of a journal nobody writes any more, its end's number (None
     when the writer died before journaling its end) and the bad lines met on the way."""
-    from .entries import is_end
-
     reader = SegmentReader(folder)
     last, end = -1, None
     while True:
@@ -615,7 +592,6 @@ def append_end(folder: Path, n: int, status: str) -> None:
     """Journal the end of a run whose writer died without it (under ``follower.lock``)."""
     found = segments(folder)
     path = found[-1][1] if found else folder / segment_name(0)
-    from .entries import End  # the entries are encoded there (it reads this module's helpers)
 
     line = dumps(End(n, status, time.time(), by="follower").encode())
     fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)

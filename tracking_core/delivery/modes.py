@@ -17,14 +17,14 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 from .. import settings
 from ..errors import TrackingError
 from ..plugins import PluginManager
 from ..registry import BackendSpec
 from .plan import Plan
-from .stream import Message
+from .stream import Delivery, Message
 
 log = logging.getLogger("tracking_core.delivery")
 
@@ -33,22 +33,6 @@ MODES = ("process", "thread")
 
 class DeliveryUnavailable(TrackingError):
     """Delivery cannot run in a helper process for this run."""
-
-
-class Delivery(Protocol):
-    pid: int | None
-
-    def feed(self, message: Message) -> None: ...
-
-    def wake(self) -> None: ...
-
-    def drain(self, target_n: int, timeout: float | None) -> bool: ...
-
-    def finish(self, end_n: int, timeout: float) -> dict[str, Any]: ...
-
-    def report(self) -> dict[str, Any]: ...
-
-    def forget(self) -> None: ...
 
 
 class ThreadDelivery:

@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..plugins import get_plugin_manager
-from ..report import sync_command
+from ..views import sync_command
 from .client import log_path
 from .failures import FAILURE
 from .follower import Follower

@@ -11,14 +11,11 @@ through the kind's fallback, or is set aside (counted).
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from . import kinds
 from .entries import Entry
 from .failures import BREAKER_THRESHOLD
-
-if TYPE_CHECKING:
-    from .worker import BackendWorker
 
 log = logging.getLogger("tracking_core.delivery")
 
@@ -35,7 +32,7 @@ class Refusals:
     """``judging``: a batch is being isolated (its failures judge the backend's health, not the
     breaker)."""
 
-    def __init__(self, worker: BackendWorker) -> None:
+    def __init__(self, worker: Any) -> None:  # its BackendWorker (delivery.worker)
         self.worker = worker
         self.judging = False
         self._rejected_keys: set[str] = set()

@@ -25,7 +25,7 @@ import threading
 import time
 from collections import deque
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from .journal import BadLines, SegmentReader
 
@@ -141,3 +141,22 @@ class Stream:
         if self._gap_since is None:
             self._gap_since = now
         return now - self._gap_since >= GAP_GRACE
+
+
+class Delivery(Protocol):
+    """A writer's delivery, on threads of its process or in a process of its own
+    (:mod:`tracking_core.delivery.modes`)."""
+
+    pid: int | None
+
+    def feed(self, message: Message) -> None: ...
+
+    def wake(self) -> None: ...
+
+    def drain(self, target_n: int, timeout: float | None) -> bool: ...
+
+    def finish(self, end_n: int, timeout: float) -> dict[str, Any]: ...
+
+    def report(self) -> dict[str, Any]: ...
+
+    def forget(self) -> None: ...

@@ -30,6 +30,7 @@ from ..handle import HANDLE_FILE, RunHandle, rebase, run_folder
 from ..names import path_part
 from ..plugins import PluginManager, get_plugin_manager
 from ..registry import BackendSpec
+from ..views import sync_command
 from . import kinds
 from .entries import decode
 from .follower import Follower, FollowerBusy, JournalGone, take_over
@@ -52,11 +53,6 @@ from .writers import identity
 
 log = logging.getLogger("tracking_core.sync")
 
-
-def sync_command(path: str | os.PathLike[str]) -> str:
-    from ..report import sync_command as command
-
-    return command(path)
 
 #: How long ``tracking-core sync`` may take in all (``--timeout``): waiting for a process that is
 #: delivering a journal, and every tracker's delivery. What is not done by then stays.

@@ -41,10 +41,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .. import settings
 from ..config.secrets import redact_text
+from ..views import sync_command
 
 if TYPE_CHECKING:
     from .failures import Breaker
-    from .worker import BackendSlot
 
 log = logging.getLogger("tracking_core.delivery")
 
@@ -75,13 +75,6 @@ class Counts(NamedTuple):
     rejected: int
     through: float
 
-
-def sync_command(tracking_dir: str) -> str:
-    """The command that delivers a writer's leftovers, to be run on its host (named as it runs
-    on this one: the same installation is taken to be there)."""
-    from ..report import sync_command as command
-
-    return command(tracking_dir)
 
 
 def identity(
@@ -187,7 +180,7 @@ class Registration:
     a replay delivers the journal of a writer that is gone (only its final state is published);
     None: this process. A failure is reported once (``breaker``) and never holds up a record."""
 
-    def __init__(self, slot: BackendSlot, breaker: Breaker, writer: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, slot: Any, breaker: Breaker, writer: Mapping[str, Any] | None = None) -> None:
         self.slot = slot
         self.breaker = breaker
         self.who = dict(writer) if writer is not None else None
