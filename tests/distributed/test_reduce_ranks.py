@@ -24,7 +24,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _ranks(step: int) -> list[int]:
     """The ranks whose values of ``step`` reach the writer: a rank publishes a step once it moves
-    past it, so the rank that dies at step 4 never published its step 3."""
+    past it or the step has been idle for a second, so the rank that dies 0.2 s after its step 3,
+    at step 4, never published its step 3."""
     return [
         r
         for r in range(4)
