@@ -480,11 +480,13 @@ def test_the_primarys_finish_ends_its_nodes_sampling(tmp_path: Path) -> None:
     """The primary samples; a process of the same node stands by and lives on after the
     primary's finish. The finish ends the node's sampling: the primary's sampler is gone when
     finish returns, and the process standing by does not take over a run that is closed."""
-    primary = _start(tmp_path, MODE="primary", BACKENDS="jsonl", TRACKING_CORE_SYSTEM_METRICS=FAST)
+    hold = tmp_path / "hold"  # the primary finishes once the other process stands by
+    primary = _start(tmp_path, MODE="primary", BACKENDS="jsonl", TRACKING_CORE_SYSTEM_METRICS=FAST, HOLD=str(hold))
     handle = _line(primary, "HANDLE")
     assert json.loads(_line(primary, "SAMPLER"))["sampling"]
     other = _start(tmp_path, MODE="attach", ROLE="rollout", WRITER="0", SECONDS="4", TRACKING_CORE_RUN=handle, TRACKING_CORE_SYSTEM_METRICS=FAST)
     assert not json.loads(_line(other, "SAMPLER"))["sampling"]
+    hold.write_text("")
     primary_done, _ = _done(primary)
     other_done, stderr = _done(other)
     assert primary_done["samples"] >= 3 and not primary_done["threads_after_finish"]
