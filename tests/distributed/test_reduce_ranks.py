@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import subprocess
 import sys
 import time
@@ -18,8 +17,7 @@ import pytest
 
 from tests.distributed import megatron_reduce_worker as megatron_job
 from tests.distributed import reduce_worker as job
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers.torchrun import job_env, torchrun
 
 
 def _ranks(step: int) -> list[int]:
@@ -38,21 +36,11 @@ def _torchrun(tmp_path: Path, worker: Path, **extra: str) -> tuple[str, dict[tup
     step), and the environment they ran with."""
     reports = tmp_path / "reports"
     reports.mkdir()
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("TRACKING_CORE_")},
-        "PYTHONPATH": f"{ROOT}:{ROOT / 'plugins'}",
-        "OMP_NUM_THREADS": "1",
-        "REPORT_DIR": str(reports),
-        "TRACKING_CORE_BACKENDS": "jsonl",
-        "TRACKING_CORE_DIR": str(tmp_path / "tracking"),
-        "TRACKING_CORE_REDUCE_WAIT": "2",
-        **extra,
-    }
+    env = job_env(
+        tmp_path, REPORT_DIR=str(reports), TRACKING_CORE_BACKENDS="jsonl", TRACKING_CORE_REDUCE_WAIT="2", **extra
+    )
     started = time.monotonic()
-    done = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=4", str(worker)],
-        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=240,
-    )  # fmt: skip
+    done = torchrun(worker, 4, tmp_path, env)
     took = time.monotonic() - started
     output = done.stdout + done.stderr
     assert done.returncode == 0, output[-6000:]
@@ -144,19 +132,8 @@ def test_ranks_killed_after_their_last_step_keep_it(tmp_path: Path) -> None:
     from tests.distributed import killed_worker as killed
 
     kill_after = 1.0 + 2.5  # the reducer's idle time, then the writer's poll and journal
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("TRACKING_CORE_")},
-        "PYTHONPATH": f"{ROOT}:{ROOT / 'plugins'}",
-        "OMP_NUM_THREADS": "1",
-        "REPORT_DIR": str(tmp_path),
-        "KILL_AFTER": str(kill_after),
-        "TRACKING_CORE_BACKENDS": "jsonl",
-        "TRACKING_CORE_DIR": str(tmp_path / "tracking"),
-    }
-    done = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2", killed.__file__],
-        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=240,
-    )  # fmt: skip
+    env = job_env(tmp_path, REPORT_DIR=str(tmp_path), KILL_AFTER=str(kill_after), TRACKING_CORE_BACKENDS="jsonl")
+    done = torchrun(killed.__file__, 2, tmp_path, env)
     assert done.returncode != 0  # killed, as meant
     want = {("actor/train/tokens", s): 3.0 for s in range(killed.STEPS)}
     deadline = time.monotonic() + 60  # the delivery process outlives the training process

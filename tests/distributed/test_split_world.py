@@ -9,19 +9,16 @@ summary names the critic role.
 from __future__ import annotations
 
 import json
-import os
 import socket
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.helpers.mlflow_server import MlflowServer
+from tests.helpers.torchrun import job_env, torchrun
 
 WORKER = Path(__file__).with_name("split_worker.py")
-ROOT = Path(__file__).resolve().parents[2]
 STEPS = 6
 RUN_ID_TAG = "tracking_core.run_id"
 
@@ -29,22 +26,16 @@ RUN_ID_TAG = "tracking_core.run_id"
 def _job(tmp_path: Path, uri: str, group: bool) -> tuple[list[dict[str, Any]], str]:
     reports = tmp_path / "reports"
     reports.mkdir()
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith(("TRACKING_CORE_", "MLFLOW_"))},
-        "PYTHONPATH": f"{ROOT}:{ROOT / 'plugins'}",
-        "OMP_NUM_THREADS": "1",
-        "REPORT_DIR": str(reports),
-        "STEPS": str(STEPS),
-        "GROUP": "1" if group else "0",
-        "MLFLOW_TRACKING_URI": uri,
-        "MLFLOW_EXPERIMENT_NAME": f"split-{tmp_path.name}",
-        "TRACKING_CORE_BACKENDS": "mlflow",
-        "TRACKING_CORE_DIR": str(tmp_path / "tracking"),
-    }
-    done = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=4", str(WORKER)],
-        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+    env = job_env(
+        tmp_path,
+        REPORT_DIR=str(reports),
+        STEPS=str(STEPS),
+        GROUP="1" if group else "0",
+        MLFLOW_TRACKING_URI=uri,
+        MLFLOW_EXPERIMENT_NAME=f"split-{tmp_path.name}",
+        TRACKING_CORE_BACKENDS="mlflow",
+    )
+    done = torchrun(WORKER, 4, tmp_path, env, timeout=300)
     output = done.stdout + done.stderr
     assert done.returncode == 0, output[-6000:]
     return [json.loads((reports / f"{rank}.json").read_text()) for rank in range(4)], output

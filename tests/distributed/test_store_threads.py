@@ -9,34 +9,22 @@ gatherer) stop and are waited for before the interpreter finalises.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from tests.helpers.torchrun import job_env, torchrun
+
 WORKER = Path(__file__).with_name("exit_worker.py")
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def _world(tmp_path: Path, plain: bool) -> tuple[subprocess.CompletedProcess[str], list[dict[str, bool]], float]:
     reports = tmp_path / ("plain" if plain else "package")
     reports.mkdir()
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("TRACKING_CORE_")},
-        "PYTHONPATH": f"{ROOT}:{ROOT / 'plugins'}",
-        "OMP_NUM_THREADS": "1",
-        "REPORT_DIR": str(reports),
-        "PLAIN": "1" if plain else "0",
-        "TRACKING_CORE_BACKENDS": "jsonl",
-        "TRACKING_CORE_DIR": str(tmp_path / "tracking"),
-    }
-    done = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2", str(WORKER)],
-        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=180,
-    )  # fmt: skip
+    env = job_env(tmp_path, REPORT_DIR=str(reports), PLAIN="1" if plain else "0", TRACKING_CORE_BACKENDS="jsonl")
+    done = torchrun(WORKER, 2, tmp_path, env, timeout=180)
     ended = time.monotonic()
     exits = [float(line.split()[-1]) for line in done.stdout.splitlines() if line.startswith("exiting")]
     reported = [json.loads((reports / f"{r}.json").read_text()) for r in range(2) if (reports / f"{r}.json").exists()]
