@@ -95,7 +95,7 @@ case "$cmd" in
                 || echo "./run.sh: faketime could not be installed: the clock-skew tests will be skipped" >&2
         fi
         "$VENV/bin/ruff" check .
-        "$VENV/bin/mypy"  # the core, with the settings in setup.cfg
+        "$VENV/bin/mypy"  # the core and the tests' job files (tests/jobs), with the settings in setup.cfg
         # Two workers (pytest-xdist): most tests wait on servers, subprocesses and sleeps, but
         # more workers than cores overload a 2-core machine into missed deadlines.
         # tests/conftest.py keeps shared set-ups and Ray clusters each on one worker and starts

@@ -55,7 +55,7 @@ from typing import Any
 import pytest
 
 from tests.core.conftest import make_dist
-from tests.helpers.subprocess_python import python_env
+from tests.helpers.subprocess_python import JOBS, python_env
 
 FAULTY = '''
     """A fault-injection backend for tracking-core's fault suite (see tests/faults/conftest.py)."""
@@ -209,91 +209,9 @@ FAULTY = '''
 '''
 
 #: Put before every job's code: keep WARNING+ log records and Python warnings, print them at exit.
-PRELUDE = '''
-import atexit as _atexit, json as _json, logging as _logging, os as _os, sys as _sys, time as _time
-
-logging_format = "%(levelname)s %(name)s: %(message)s"
-_logging.basicConfig(level=_logging.WARNING, format=logging_format)
-_logging.captureWarnings(True)
-WARNINGS = []
-
-
-class _Keep(_logging.Handler):
-    def emit(self, record):
-        if record.levelno >= _logging.WARNING:
-            try:
-                WARNINGS.append(record.getMessage())
-            except Exception as exc:  # a record whose message cannot be formatted
-                WARNINGS.append(f"<unformattable log record: {exc!r}>")
-
-
-_logging.getLogger().addHandler(_Keep())
-_MAIN_PID = _os.getpid()
-
-
-@_atexit.register
-def _print_warnings():
-    # Registered before tracking_core is imported, so it runs after tracking-core's exit hook.
-    print("WARNINGS " + _json.dumps({"pid": _os.getpid(), "warnings": WARNINGS}), flush=True)
-
-
-def report(**values):
-    print("RESULT " + _json.dumps({"pid": _os.getpid(), **values}, default=repr), flush=True)
-
-
-def summ(summary):
-    """A FinishSummary as plain data (attributes the old core lacks read '<missing>')."""
-    if summary is None:
-        return None
-    out = {}
-    for name in ("drained", "logged", "skipped", "not_journaled", "journal", "backends", "spilled",
-                 "spill", "late", "relieved", "lost", "bad_lines", "dropped", "restarts"):
-        out[name] = getattr(summary, name, "<missing>")
-    status = getattr(summary, "status", None)
-    out["status"] = getattr(status, "value", str(status))
-    try:
-        out["describe"] = summary.describe()
-    except Exception as exc:
-        out["describe"] = f"<describe() raised {exc!r}>"
-    return out
-
-
-def delivery_pid(run, timeout=30.0, not_pid=None):
-    """The pid of the run's delivery process: run._delivery.pid, else the process that last
-    opened or attached the fault backend (waits until there is one other than ``not_pid``)."""
-    deadline = _time.monotonic() + timeout
-    while _time.monotonic() < deadline:
-        pid = getattr(getattr(run, "_delivery", None), "pid", None)
-        if pid is None:
-            pid = _fault_opener()
-        if pid and pid != not_pid and pid != _os.getpid():
-            return pid
-        _time.sleep(0.02)
-    raise RuntimeError(f"no delivery process other than {not_pid} within {timeout} s")
-
-
-def _fault_opener():
-    path = _os.environ.get("FAULT_OUT")
-    pid = None
-    if path and _os.path.exists(path):
-        with open(path) as fh:
-            for line in fh:
-                try:
-                    obj = _json.loads(line)
-                except ValueError:
-                    continue
-                if obj.get("ev") in ("open", "attach") and obj.get("training") == _MAIN_PID:
-                    pid = obj["pid"]
-    return pid
-
-
-def alive(pid):
-    try:
-        _os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-'''
+#: The prelude of every job (tests/jobs/fault_prelude.py): a job file imports it first; a job
+#: given as text runs behind its text.
+PRELUDE = (JOBS / "fault_prelude.py").read_text(encoding="utf-8")
 
 #: Nothing of the test process's own settings reaches a job or a sync.
 DROP = ("TRACKING_CORE_*", "MLFLOW_*", "WANDB_*", "FAULT_*", "PYTEST_*")
@@ -515,7 +433,7 @@ class Job:
 
 
 def start_job(
-    code: str,
+    code: str | Path,
     env: Mapping[str, str],
     *,
     args: Iterable[str | os.PathLike[str]] = (),
@@ -523,17 +441,22 @@ def start_job(
     name: str = "job",
     workdir: Path,
 ) -> Job:
-    """Write PRELUDE + ``code`` to ``workdir/<name>.py`` and start it (own process group)."""
-    script = workdir / f"{name}.py"
+    """Start a job file of tests/jobs (which imports :mod:`fault_prelude` first), or text written
+    behind PRELUDE to ``workdir/<name>.py``, in a process group of its own; its stderr goes to
+    ``workdir/<name>.stderr``."""
+    err_path = workdir / f"{name}.stderr"
     n = 1
-    while script.exists():
+    while err_path.exists():
         n += 1
-        script = workdir / f"{name}{n}.py"
-    script.write_text(PRELUDE + "\n" + textwrap.dedent(code))
-    err_path = script.with_suffix(".stderr")
+        err_path = workdir / f"{name}{n}.stderr"
+    script = program = err_path.with_suffix(".py")
+    if isinstance(code, Path):
+        program = code
+    else:
+        script.write_text(PRELUDE + "\n" + textwrap.dedent(code))
     with open(err_path, "w") as err:
         proc = subprocess.Popen(
-            [sys.executable, str(script), *map(str, args)],
+            [sys.executable, str(program), *map(str, args)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=err,
@@ -542,7 +465,7 @@ def start_job(
             cwd=cwd or workdir,
             start_new_session=True,
         )
-    return Job(proc, script, err_path)
+    return Job(proc, program, err_path)
 
 
 def run_job(

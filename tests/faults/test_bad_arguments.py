@@ -19,57 +19,9 @@ import pytest
 
 import tracking_core
 from tests.faults.conftest import Faults, once
+from tests.helpers.subprocess_python import JOBS
 
-JOB = """
-import math, sys
-from collections.abc import Mapping
-import tracking_core
-
-
-class LazyView(Mapping):
-    '''Metrics read on demand, as a framework's lazy view is: reading one fails.'''
-
-    def __init__(self, error):
-        self.error = error
-
-    def __getitem__(self, key):
-        raise self.error
-
-    def __iter__(self):
-        yield "x"
-        raise self.error
-
-    def __len__(self):
-        return 1
-
-
-class Items:
-    def keys(self):
-        raise KeyError("no keys today")
-
-
-run = tracking_core.start_run(backends=["faulty"], tracking_dir=sys.argv[1])
-raised, flushed = [], {}
-
-
-def guard(what, fn):
-    try:
-        return fn()
-    except BaseException as exc:
-        raised.append(f"{what}: {exc!r}")
-
-
-for step in range(10):
-    guard("log_metrics", lambda: run.log_metrics({"x": float(step)}, step=step))
-    guard("lazy", lambda: run.log_metrics(LazyView(RuntimeError("view closed")), step=step))
-    guard("lazy", lambda: run.log_metrics(LazyView(ZeroDivisionError("bad sum")), step=step))
-    guard("keys", lambda: run.log_metrics(Items(), step=step))
-for label, timeout in [("str", "5"), ("neg", -1), ("nan", math.nan), ("none", None),
-                       ("inf", math.inf), ("word", "soon"), ("list", [1])]:
-    flushed[label] = guard(f"flush({label})", lambda: run.flush(timeout=timeout))
-summary = guard("finish", lambda: run.finish(timeout="20"))
-report(raised=raised, flushed=flushed, summary=summ(summary))
-"""
+JOB = JOBS / "bad_arguments.py"
 
 
 @pytest.mark.slow

@@ -8,10 +8,10 @@ from pathlib import Path
 
 from tracking_core.handle import RunHandle
 
-from .subprocess_python import run_python
+from .subprocess_python import JOBS, run_python
 
-#: The job, a file of its own (run as ``python -c`` with its text, as before).
-SCRIPT = (Path(__file__).with_name("jobs") / "saved_run.py").read_text(encoding="utf-8")
+#: The job.
+SCRIPT = JOBS / "saved_run.py"
 
 #: What the run logged last, per role (the values a reader must find).
 LAST = {"actor": {"train/pg_loss": 1.0 / 3}, "critic": {"train/value_loss": 2.0 / 3}}

@@ -18,8 +18,11 @@ import sys
 import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from fnmatch import fnmatchcase
+from pathlib import Path
 
 DEFAULT_DROP = ("TRACKING_CORE_RUN", "TRACKING_CORE_BACKENDS")
+#: The job programs the tests run: files of their own (linted and type-checked with the core).
+JOBS = Path(__file__).resolve().parents[1] / "jobs"
 OUTPUT_TAIL = 6000  # characters of each stream shown when a checked process fails
 
 
@@ -42,7 +45,7 @@ def python_env(
 
 
 def start_python(
-    code: str,
+    code: str | Path,
     *,
     args: Sequence[str | os.PathLike[str]] = (),
     env: Mapping[str, str] | None = None,
@@ -50,9 +53,11 @@ def start_python(
     site: str | os.PathLike[str] | None = None,
     cwd: str | os.PathLike[str] | None = None,
 ) -> subprocess.Popen[str]:
-    """Start ``python -c code *args`` (``code`` dedented) with stdout and stderr piped."""
+    """Start ``python code *args`` (a job file) or ``python -c code *args`` (text, dedented) with
+    stdout and stderr piped."""
+    program = [str(code)] if isinstance(code, Path) else ["-c", textwrap.dedent(code)]
     return subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(code), *map(str, args)],
+        [sys.executable, *program, *map(str, args)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -82,7 +87,7 @@ def finish_python(
 
 
 def run_python(
-    code: str,
+    code: str | Path,
     *,
     args: Sequence[str | os.PathLike[str]] = (),
     env: Mapping[str, str] | None = None,
@@ -92,6 +97,6 @@ def run_python(
     timeout: float = 120,
     check: bool = True,
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``python -c code *args`` to the end (see the module docstring for the environment)."""
+    """Run ``python code *args`` (or ``-c code``) to the end (see the module docstring for the environment)."""
     proc = start_python(code, args=args, env=env, drop=drop, site=site, cwd=cwd)
     return finish_python(proc, timeout=timeout, check=check)
