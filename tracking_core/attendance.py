@@ -76,12 +76,9 @@ def store_thread(target: Callable[..., None], args: tuple[Any, ...], name: str) 
     """Start a daemon thread that calls the job's store; it is waited for at the interpreter's
     exit (see the module's docstring) and must make no store call once :data:`stopping` is set."""
     if not _threads:
-        register = getattr(threading, "_register_atexit", None)
         try:  # threading's exit hooks run before atexit's, while every thread still can
-            if register is None:
-                raise RuntimeError("no threading._register_atexit")
-            register(_quiesce)
-        except RuntimeError:  # already exiting, or another Python
+            threading._register_atexit(_quiesce)  # type: ignore[attr-defined]
+        except (AttributeError, RuntimeError):  # another Python, or already exiting
             atexit.register(_quiesce)
     _threads[:] = [t for t in _threads if t.is_alive()]
     thread = threading.Thread(target=target, args=args, name=name, daemon=True)
@@ -111,10 +108,6 @@ def _store() -> Any | None:
         return _get_default_store()
     except Exception:  # noqa: BLE001 - a torch without it: nothing is announced
         return None
-
-
-def _key(run_id: str) -> str:
-    return KEY.format(run_id=run_id)
 
 
 def _line(role: str, decision: WriterDecision, label: str | None, tracking_dir: str | None) -> str:
@@ -158,7 +151,7 @@ def announce(
 def _announce(store: Any, run_id: str, role: str, decision: WriterDecision, where: tuple[str | None, str | None]) -> None:
     """The roll's line; besides it, two small keys a watching non-writer checks (never the
     whole roll): that ``role`` has a writer, and the role the world's rank 0 attached with."""
-    key = _key(run_id)
+    key = KEY.format(run_id=run_id)
     try:
         store.append(key, _line(role, decision, *where).encode())
         if decision.writer:
@@ -201,14 +194,14 @@ def take_roll(run_id: str, tracking_dir: str | Path, bound: float = READ_BOUND) 
     """The job's roll for ``run_id`` from its store, read within ``bound`` seconds ([] without a
     store, or past the bound), kept in the run folder for this primary's delivery (an older
     one removed). Never raises."""
-    store = _store()
+    store, key = _store(), KEY.format(run_id=run_id)
     found: list[list[dict[str, Any]]] = []
     if store is not None:
 
         def read() -> None:
             try:
-                if store.check([_key(run_id)]):
-                    found.append(_parse(store.get(_key(run_id))))
+                if store.check([key]):
+                    found.append(_parse(store.get(key)))
             except Exception as exc:  # noqa: BLE001 - no roll: the registry alone judges
                 log.debug("tracking-core could not read the job's store (%s: %s)", type(exc).__name__, exc)
 
@@ -268,21 +261,20 @@ def await_writers(
     the job's roll announced (other than ``own`` and those handled here) is in it, or at
     ``until``; an announced writer the registry still lacks then is named as owing data."""
     tracking_dir = kwargs["tracking_dir"]
-    expected: dict[str, dict[str, Any]] = {}
-    for entry in load_roll(tracking_dir, run_id):
-        label = entry.get("label")
-        if entry.get("writer") and label and label != kwargs.get("own") and not writers.handled_here(entry, tracking_dir):
-            expected[str(label)] = entry
+    expected = {
+        str(e["label"]): e
+        for e in load_roll(tracking_dir, run_id)
+        if e.get("writer") and e.get("label") and e["label"] != kwargs.get("own") and not writers.handled_here(e, tracking_dir)
+    }  # fmt: skip
     last: list[Mapping[str, Mapping[str, Any]] | None] = [None]
 
     def reading() -> Mapping[str, Mapping[str, Any]] | None:
         last[0] = read()
         return last[0]
 
-    while expected and not set(expected) <= _heard(reading()):
-        if time.monotonic() >= kwargs["until"] or kwargs["stop"].is_set():
+    while expected and not set(expected) <= _heard(reading()) and time.monotonic() < kwargs["until"]:
+        if kwargs["stop"].wait(writers.READ_EVERY):
             break
-        kwargs["stop"].wait(writers.READ_EVERY)
     owing = writers.await_writers(reading, **kwargs)
     if last[0] is None:  # the registry could not be read: it cannot say who it lacks
         return owing
@@ -305,10 +297,7 @@ def unheard_entry(entry: Mapping[str, Any]) -> dict[str, Any]:
     writer that owes data (how much it logged is known on its host only)."""
     where = str(entry.get("tracking_dir") or "<its tracking directory>")
     return {
-        "label": entry.get("label"),
-        "role": entry.get("role"),
-        "rank": entry.get("rank"),
-        "host": entry.get("host"),
+        **{k: entry.get(k) for k in ("label", "role", "rank", "host")},
         "state": UNHEARD,
         "journaled": 0,
         "delivered": 0,

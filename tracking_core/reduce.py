@@ -26,11 +26,12 @@ import atexit
 import json
 import logging
 import math
+import operator
 import sys
 import threading
 import time
-from collections import deque
-from collections.abc import Iterable, Mapping
+from collections import Counter, deque
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from . import settings
@@ -129,33 +130,35 @@ class Quantiles(Sum):
 
 
 # -- partials: what one rank sends for a key, and how partials merge -----------------------------
+#
+# A partial is [op, *fields]: "mean" [Σ value·weight, Σ weight]; "sum", "max", "min" [value];
+# "q" [count, Σ values, min, max, the exact values or None, the sketch or None].
+
+#: How each field of an op's partial merges with another's (across ranks, ``add`` is ``fsum``).
+_MERGE: dict[str, tuple[Callable[..., Any], ...]] = {
+    "mean": (operator.add, operator.add),
+    "sum": (operator.add,),
+    "max": (max,),
+    "min": (min,),
+    "q": (operator.add, operator.add, min, max),
+}
 
 
 def _floats(values: Any) -> list[float]:
-    tolist = getattr(values, "tolist", None)
-    items = tolist() if tolist is not None else values
-    if not isinstance(items, list):
-        items = [items] if isinstance(items, (int, float)) else list(items)
+    items = values.tolist() if hasattr(values, "tolist") else values
+    if not isinstance(items, (list, tuple)):  # a 0-d array's one value
+        items = [items]
     return [x for x in map(float, items) if math.isfinite(x)]
-
-
-def _bucket(x: float) -> int:
-    return math.ceil(math.log(x) / _LOG_GAMMA)
 
 
 def _sketch(values: Iterable[float]) -> list[Any]:
     """[positive buckets, negative buckets, zeros]: bucket i holds |x| in (γ^(i−1), γ^i]."""
-    pos: dict[str, int] = {}
-    neg: dict[str, int] = {}
-    zeros = 0
-    for x in values:
-        if x == 0:
-            zeros += 1
-            continue
-        side = pos if x > 0 else neg
-        i = str(_bucket(abs(x)))
-        side[i] = side.get(i, 0) + 1
-    return [_collapse(pos), _collapse(neg), zeros]
+    xs = list(values)
+    return [_buckets(x for x in xs if x > 0), _buckets(-x for x in xs if x < 0), xs.count(0)]
+
+
+def _buckets(magnitudes: Iterable[float]) -> dict[str, int]:
+    return _collapse(Counter(str(math.ceil(math.log(x) / _LOG_GAMMA)) for x in magnitudes))
 
 
 def _collapse(side: dict[str, int]) -> dict[str, int]:
@@ -166,26 +169,32 @@ def _collapse(side: dict[str, int]) -> dict[str, int]:
     return side
 
 
-def _merge_sketch(into: list[Any], other: list[Any]) -> None:
+def _sketched(p: list[Any]) -> list[Any]:
+    """A Quantiles partial's sketch (made from its exact values where it has none)."""
+    return p[6] if p[6] is not None else _sketch(p[5])
+
+
+def _merge_sketch(into: list[Any], other: list[Any]) -> list[Any]:
     for s in (0, 1):
         for i, n in other[s].items():
             into[s][i] = into[s].get(i, 0) + n
         _collapse(into[s])
     into[2] += other[2]
+    return into
 
 
-def _sketch_quantile(sk: list[Any], count: int, q: float) -> float:
-    target = int(q * (count - 1))
+def _sketch_quantile(sk: list[Any], count: float, q: float) -> float:
+    buckets = sorted(
+        [(-_value(int(i)), n) for i, n in sk[1].items()]
+        + [(0.0, sk[2])]
+        + [(_value(int(i)), n) for i, n in sk[0].items()]
+    )
     seen = 0
-    order = [(-_value(int(i)), n) for i, n in sorted(sk[1].items(), key=lambda kv: -int(kv[0]))]
-    order += [(0.0, sk[2])] + [
-        (_value(int(i)), n) for i, n in sorted(sk[0].items(), key=lambda kv: int(kv[0]))
-    ]
-    for value, n in order:
+    for value, n in buckets:
         seen += n
-        if seen > target:
+        if seen > int(q * (count - 1)):
             return value
-    return order[-1][0]
+    return buckets[-1][0]
 
 
 def _value(i: int) -> float:
@@ -200,39 +209,39 @@ def _exact_quantile(xs: list[float], q: float) -> float:
     return xs[lo] + (h - lo) * (xs[hi] - xs[lo])
 
 
+def _partial(r: Reducer) -> list[Any] | None:
+    """One reducer value as a partial; None where it adds nothing (no finite value of a
+    Quantiles; a NaN of a Max or Min, which a Sum keeps, as one process would)."""
+    if r.op == "q":
+        xs = _floats(r.value)
+        return ["q", len(xs), math.fsum(xs), min(xs), max(xs), xs, None] if xs else None
+    value = float(r.value)
+    if r.op == "mean":
+        weight = float(r.weight)
+        return ["mean", value * weight, weight] if weight != 0 else ["mean", 0.0, 0.0]  # even a NaN
+    return None if r.op != "sum" and math.isnan(value) else [r.op, value]
+
+
+def _fold(into: dict[str, list[Any]], key: str, p: list[Any]) -> None:
+    """Merge partial ``p`` into this rank's partial for ``key`` (one of another op is left out);
+    past :data:`EXACT` values a Quantiles partial keeps a sketch instead."""
+    q = into.setdefault(key, p)
+    if q is not p and q[0] == p[0]:
+        for i, merge in enumerate(_MERGE[p[0]], 1):
+            q[i] = merge(q[i], p[i])
+        if p[0] == "q" and q[6] is None and p[6] is None:
+            q[5] += p[5]
+        elif p[0] == "q":
+            q[5], q[6] = None, _merge_sketch(_sketched(q), _sketched(p))
+    if q[0] == "q" and q[6] is None and len(q[5]) > EXACT:
+        q[5], q[6] = None, _sketch(q[5])
+
+
 def add(partials: dict[str, list[Any]], key: str, r: Reducer) -> None:
     """Fold one reducer value into this rank's partial for ``key``."""
-    op, p = r.op, partials.get(key)
-    if op == "q":
-        xs = _floats(r.value)
-        if not xs:
-            return
-        if p is None:
-            p = partials[key] = ["q", 0, 0.0, math.inf, -math.inf, [], None]
-        p[1] += len(xs)
-        p[2] += math.fsum(xs)
-        p[3], p[4] = min(p[3], min(xs)), max(p[4], max(xs))
-        if p[6] is None:
-            p[5].extend(xs)
-            if len(p[5]) > EXACT:
-                p[5], p[6] = None, _sketch(p[5])
-        else:
-            _merge_sketch(p[6], _sketch(xs))
-        return
-    value = float(r.value)
-    if op == "mean":
-        weight = float(r.weight)
-        if p is None:
-            p = partials[key] = ["mean", 0.0, 0.0]
-        if weight != 0:  # a rank with no data adds nothing, even a NaN
-            p[1] += value * weight
-            p[2] += weight
-    elif op != "sum" and math.isnan(value):
-        return  # max and min leave a NaN out (a sum keeps it, as one process would)
-    elif p is None:
-        partials[key] = [op, value]
-    else:
-        p[1] = p[1] + value if op == "sum" else (max if op == "max" else min)(p[1], value)
+    p = _partial(r)
+    if p is not None:
+        _fold(partials, key, p)
 
 
 def reduce(by_rank: Mapping[int, Mapping[str, list[Any]]], size: int) -> dict[str, float]:
@@ -246,33 +255,34 @@ def reduce(by_rank: Mapping[int, Mapping[str, list[Any]]], size: int) -> dict[st
     for key, ps in keys.items():
         op = ps[0][0]
         ps = [p for p in ps if p[0] == op]
-        if op == "mean":
-            den = math.fsum(p[2] for p in ps)
-            if den != 0:
-                out[key] = math.fsum(p[1] for p in ps) / den
-        elif op == "sum":
-            out[key] = math.fsum(p[1] for p in ps)
-        elif op in ("max", "min"):
-            out[key] = (max if op == "max" else min)(p[1] for p in ps)
-        elif op == "q":
-            out.update(_quantiles(key, ps))
+        total = [
+            math.fsum(p[i] for p in ps) if merge is operator.add else merge(p[i] for p in ps)
+            for i, merge in enumerate(_MERGE[op], 1)
+        ]
+        if op == "q":
+            out.update(_quantiles(key, ps, *total))
+        elif op != "mean":
+            out[key] = total[0]
+        elif total[1] != 0:
+            out[key] = total[0] / total[1]
         if len(ps) < size:
             out[f"{key}/ranks"] = float(len(ps))
     return out
 
 
-def _quantiles(key: str, ps: list[list[Any]]) -> dict[str, float]:
-    count = sum(p[1] for p in ps)
-    out = {f"{key}/mean": math.fsum(p[2] for p in ps) / count}
-    out[f"{key}/min"], out[f"{key}/max"] = min(p[3] for p in ps), max(p[4] for p in ps)
-    if all(p[6] is None for p in ps):
+def _quantiles(
+    key: str, ps: list[list[Any]], count: float, total: float, lo: float, hi: float
+) -> dict[str, float]:
+    out = {f"{key}/mean": total / count, f"{key}/min": lo, f"{key}/max": hi}
+    exact = all(p[6] is None for p in ps)
+    if exact:
         xs = sorted(x for p in ps for x in p[5])
-        out.update({f"{key}/{name}": _exact_quantile(xs, q) for name, q in QUANTILES.items()})
-        return out
-    sk: list[Any] = [{}, {}, 0]
-    for p in ps:
-        _merge_sketch(sk, p[6] if p[6] is not None else _sketch(p[5]))
-    out.update({f"{key}/{name}": _sketch_quantile(sk, count, q) for name, q in QUANTILES.items()})
+    else:
+        sk: list[Any] = [{}, {}, 0]
+        for p in ps:
+            _merge_sketch(sk, _sketched(p))
+    for name, q in QUANTILES.items():
+        out[f"{key}/{name}"] = _exact_quantile(xs, q) if exact else _sketch_quantile(sk, count, q)
     return out
 
 
@@ -306,14 +316,8 @@ def _layout(run: Any) -> tuple[Any, str | None, int, int, bool]:
         return None, None, 0, 1, True
     dist = sys.modules["torch.distributed"]
     rank = int(dist.get_rank())
-    group, publishes = run.group, True
-    if group is None:
-        group, publishes = _megatron_group()
-    ranks = (
-        list(dist.get_process_group_ranks(group))
-        if group is not None
-        else list(range(dist.get_world_size()))
-    )
+    group, publishes = (run.group, True) if run.group is not None else _megatron_group()
+    ranks = dist.get_process_group_ranks(group) if group is not None else range(dist.get_world_size())
     clone = getattr(store, "clone", None)
     try:
         store = clone() if clone is not None else store
@@ -344,23 +348,18 @@ def _megatron_group() -> tuple[Any, bool]:
         return None, True
 
 
-class _Part:
-    __slots__ = ("metrics", "times", "spans", "last")
-
-    def __init__(self) -> None:
-        self.last = time.monotonic()  # when this rank last added to it
-        self.metrics: dict[str, list[Any]] = {}
-        self.times: dict[str, float] = {}
-        self.spans: list[list[Any]] = []
-
-
 class _Step:
-    __slots__ = ("first", "metrics", "times")
+    """A step's values: this rank's own not published yet (key -> partial, phase -> seconds, its
+    spans; ``when`` it last added to them), or the writer's of each rank (rank -> those partials,
+    rank -> those times; ``when`` the first came)."""
+
+    __slots__ = ("when", "metrics", "times", "spans")
 
     def __init__(self) -> None:
-        self.first = time.monotonic()
-        self.metrics: dict[int, dict[str, list[Any]]] = {}
-        self.times: dict[int, dict[str, float]] = {}
+        self.when = time.monotonic()
+        self.metrics: dict[Any, Any] = {}
+        self.times: dict[Any, Any] = {}
+        self.spans: list[list[Any]] = []
 
 
 class Gatherer:
@@ -373,11 +372,11 @@ class Gatherer:
         self.wait = settings.reduce_wait()
         self.store, self.key, self.rank, self.size, self.publishes = _layout(run)
         self.origin_wall, self.origin = time.time(), time.perf_counter()
-        self.open: dict[Any, dict[int, _Part]] = {}  # this rank's steps not published yet, per axis
+        self.open: dict[Any, dict[int, _Step]] = {}  # this rank's steps not published yet, per axis
         self.pending: dict[tuple[Any, int], _Step] = {}  # the writer's steps not logged yet
         self.latest: dict[Any, dict[int, int]] = {}  # axis -> rank -> its latest published step
-        self.done: set[tuple[Any, int]] = set()
-        self.logged: dict[tuple[Any, int], set[str]] = {}  # the RECENT latest done steps' keys
+        self.logged: dict[tuple[Any, int], set[str]] = {}  # the RECENT latest logged steps' keys
+        self.floor: dict[Any, int] = {}  # axis -> the latest step logged before those
         self.spans: list[tuple[int, str, int, float, float]] = []
         self.origins: dict[int, float] = {}
         self._say = WarnOnce(log)
@@ -410,7 +409,7 @@ class Gatherer:
         idle = time.monotonic() - (0.0 if publish_all else IDLE)
         for axis, parts in self.open.items():
             for step in sorted(parts):
-                if parts[step].last <= idle:
+                if parts[step].when <= idle:
                     self._publish(axis, step, parts.pop(step))
         if self.writer:
             self._receive_all()
@@ -421,9 +420,8 @@ class Gatherer:
             phase, start, end, timed = payload
             ts, dur = round((start - self.origin) * 1e6, 3), round((end - start) * 1e6, 3)
             if not timed:  # a phase the host timed itself: the writer's trace only
-                if self.writer and len(self.spans) < MAX_SPANS:
-                    self.origins.setdefault(self.rank, self.origin_wall)
-                    self.spans.append((self.rank, phase, step, ts, dur))
+                if self.writer:
+                    self._keep_spans(self.rank, self.origin_wall, step, [(phase, ts, dur)])
                 return
             span = self._part(axis, step)
             span.times[phase] = span.times.get(phase, 0.0) + (end - start)
@@ -455,29 +453,18 @@ class Gatherer:
         if plain and self.writer:
             self.run.log_metrics(plain, step=step, step_key=axis)
 
-    def _part(self, axis: Any, step: int) -> _Part:
+    def _part(self, axis: Any, step: int) -> _Step:
         parts = self.open.setdefault(axis, {})
         for older in sorted(s for s in parts if s < step):  # this rank moved past them
             self._publish(axis, older, parts.pop(older))
-        part = parts.get(step)
-        if part is None:
-            part = parts[step] = _Part()
-        else:
-            part.last = time.monotonic()
+        part = parts.setdefault(step, _Step())
+        part.when = time.monotonic()
         return part
 
-    def _publish(self, axis: Any, step: int, part: _Part) -> None:
+    def _publish(self, axis: Any, step: int, part: _Step) -> None:
         if not self.publishes:
             return
-        msg = {
-            "r": self.rank,
-            "a": axis,
-            "s": step,
-            "m": part.metrics,
-            "ph": part.times,
-            "sp": part.spans,
-            "o": self.origin_wall,
-        }
+        msg = [self.rank, axis, step, part.metrics, part.times, part.spans, self.origin_wall]
         if self.writer:
             self._receive(msg)
             return
@@ -512,17 +499,15 @@ class Gatherer:
                     exc,
                 )
 
-    def _receive(self, msg: dict[str, Any]) -> None:
-        axis, step, rank = msg["a"], int(msg["s"]), int(msg["r"])
+    def _receive(self, msg: list[Any]) -> None:
+        """A rank's message: [rank, axis, step, key -> partial, phase -> seconds, its spans, its
+        clock origin's wall time]."""
+        rank, axis, step, metrics, times, spans, origin = msg
+        step = int(step)
         latest = self.latest.setdefault(axis, {})
         latest[rank] = max(step, latest.get(rank, step))
-        self.origins.setdefault(rank, float(msg["o"]))
-        for phase, start, dur in msg["sp"]:
-            if len(self.spans) < MAX_SPANS:
-                self.spans.append((rank, phase, step, start, dur))
-        if (axis, step) in self.done and (axis, step) in self.logged:  # more of a logged step
-            self.done.discard((axis, step))
-        if (axis, step) in self.done:
+        self._keep_spans(rank, origin, step, spans)
+        if step <= self.floor.get(axis, -math.inf) and (axis, step) not in self.logged:
             self._say(
                 "late",
                 "tracking-core: role %r: a rank's values for step %s arrived after that step was logged (over %s s late, or a step logged again): not counted",
@@ -531,45 +516,47 @@ class Gatherer:
                 self.wait,
             )
             return
-        entry = self.pending.get((axis, step))
-        if entry is None:
-            entry = self.pending[(axis, step)] = _Step()
-        if rank in entry.metrics:  # this rank published the step twice (a flush within it): fold
-            for key, p in msg["m"].items():
-                _fold(entry.metrics[rank], key, p)
-            for phase, seconds in msg["ph"].items():
-                entry.times[rank][phase] = entry.times[rank].get(phase, 0.0) + seconds
-        else:
-            entry.metrics[rank], entry.times[rank] = msg["m"], msg["ph"]
+        entry = self.pending.setdefault((axis, step), _Step())
+        into, spent = entry.metrics.setdefault(rank, {}), entry.times.setdefault(rank, {})
+        for key, p in metrics.items():  # a rank may publish a step twice (a flush within it)
+            _fold(into, key, p)
+        for phase, seconds in times.items():
+            spent[phase] = spent.get(phase, 0.0) + seconds
+
+    def _keep_spans(self, rank: int, origin: float, step: int, spans: Iterable[Any]) -> None:
+        """Spans of the trace file (at most :data:`MAX_SPANS`) and the rank's clock origin."""
+        self.origins.setdefault(rank, origin)
+        for phase, ts, dur in spans:
+            if len(self.spans) < MAX_SPANS:
+                self.spans.append((rank, phase, step, ts, dur))
 
     def _close_due(self, force: bool) -> None:
         now = time.monotonic()
         for (axis, step), entry in sorted(self.pending.items(), key=lambda kv: kv[0][1]):
             latest = self.latest.get(axis, {})
-            heard = len(entry.metrics) + sum(
-                1 for r, s in latest.items() if s > step and r not in entry.metrics
-            )
-            if force or heard >= self.size or now - entry.first >= self.wait:
+            heard = entry.metrics.keys() | {r for r, s in latest.items() if s > step}  # or skipped it
+            if force or len(heard) >= self.size or now - entry.when >= self.wait:
                 del self.pending[(axis, step)]
-                self.done.add((axis, step))
                 self._log(axis, step, entry)
 
     def _log(self, axis: Any, step: int, entry: _Step) -> None:
         values = {**reduce(entry.metrics, self.size), **phases(entry.times, self.size)}
         logged = self.logged.pop((axis, step), set())
-        again = [k for k in values if k in logged]
+        again = sorted(values.keys() & logged)
         if again:
             self._say(
                 "again",
                 "tracking-core: role %r step %s: %s arrived after that step's value was logged (a key logged or a "
                 "phase timed again over %s s after the step's last call): not counted (said once)",
-                self.run.role, step, ", ".join(sorted(again)[:5]), IDLE,
+                self.run.role, step, ", ".join(again[:5]), IDLE,
             )  # fmt: skip
             for k in again:
                 del values[k]
         self.logged[(axis, step)] = logged | values.keys()
         if len(self.logged) > RECENT:
-            del self.logged[next(iter(self.logged))]
+            (old_axis, old_step) = oldest = next(iter(self.logged))
+            del self.logged[oldest]
+            self.floor[old_axis] = max(old_step, self.floor.get(old_axis, old_step))
         if len(entry.metrics) < self.size:
             self._say(
                 "incomplete", "tracking-core: role %r step %s: %d of %d ranks' values arrived within %s s; each value that "
@@ -585,27 +572,16 @@ class Gatherer:
             return
         start = min(self.origins.values())
         events: list[dict[str, Any]] = [
-            {
-                "name": "process_name",
-                "ph": "M",
-                "pid": r,
-                "args": {"name": f"rank {r}", "clock_origin_unix_s": o},
-            }
+            {"name": "process_name", "ph": "M", "pid": r, "args": {"name": f"rank {r}", "clock_origin_unix_s": o}}
             for r, o in sorted(self.origins.items())
         ]
-        for rank, phase, step, ts, dur in self.spans:
-            shift = (self.origins[rank] - start) * 1e6
-            events.append(
-                {
-                    "name": phase,
-                    "ph": "X",
-                    "pid": rank,
-                    "tid": phase,
-                    "ts": ts + shift,
-                    "dur": dur,
-                    "args": {"step": step},
-                }
-            )
+        events += [
+            {
+                "name": phase, "ph": "X", "pid": rank, "tid": phase,
+                "ts": ts + (self.origins[rank] - start) * 1e6, "dur": dur, "args": {"step": step},
+            }
+            for rank, phase, step, ts, dur in self.spans
+        ]  # fmt: skip
         path = self.run.run_dir / f"trace-{path_part(self.run.role or 'primary', 'role')}.json"
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -627,17 +603,15 @@ class Gatherer:
             time.sleep(POLL / 2)
             with self.lock:
                 self._tick()
-        if self.writer and not final:
-            with self.lock:
-                self._write_trace(deliver=False)
         if final:
             self.stop.set()
-            with self.lock:
+        with self.lock:
+            if final:
                 self._tick(publish_all=True, force=True)
-                if self.writer:
-                    self._write_trace(deliver=True)
-            if self.thread is not threading.current_thread():
-                self.thread.join(2 * POLL)
+            if self.writer:
+                self._write_trace(deliver=final)
+        if final and self.thread is not threading.current_thread():
+            self.thread.join(2 * POLL)
 
     def close(self, timeout: float) -> None:
         if self.closed:
@@ -653,24 +627,6 @@ class Gatherer:
                 type(exc).__name__,
                 exc,
             )
-
-
-def _fold(into: dict[str, list[Any]], key: str, p: list[Any]) -> None:
-    q = into.get(key)
-    if q is None:
-        into[key] = p
-    elif p[0] == "mean":
-        q[1], q[2] = q[1] + p[1], q[2] + p[2]
-    elif p[0] == "q":
-        q[1], q[2], q[3], q[4] = q[1] + p[1], q[2] + p[2], min(q[3], p[3]), max(q[4], p[4])
-        if q[6] is None and p[6] is None and len(q[5]) + len(p[5]) <= EXACT:
-            q[5] = q[5] + p[5]
-        else:
-            sk = q[6] if q[6] is not None else _sketch(q[5])
-            _merge_sketch(sk, p[6] if p[6] is not None else _sketch(p[5]))
-            q[5], q[6] = None, sk
-    else:
-        q[1] = q[1] + p[1] if p[0] == "sum" else (max if p[0] == "max" else min)(q[1], p[1])
 
 
 # -- the training thread's side -------------------------------------------------------------------

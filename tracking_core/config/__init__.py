@@ -49,18 +49,15 @@ if TYPE_CHECKING:
 #: Each name and its module, imported on first use: a module that needs only the redaction
 #: (``from tracking_core.config.secrets import redact_text``) does not pay for the diff's.
 _LAZY = {
-    **dict.fromkeys(("Conversion", "to_plain"), ".convert"),
-    **dict.fromkeys(("Change", "ConfigDiff", "diff_command", "diff_configs", "load_config_values"), ".diff"),
-    **dict.fromkeys(("KEY_STYLES", "LAUNCH", "build_section", "key_prefix", "namespace_for"), ".keys"),
-    **dict.fromkeys(
-        ("Redactor", "classify_name", "default_redactor", "fingerprint", "redact", "redact_argv", "redact_name",
-         "redact_text"),
-        ".secrets",
-    ),
-    **dict.fromkeys(
-        ("CONFIG_FORMAT", "TRACKING_GROUP", "artifact_path", "config_json", "config_text", "job_params", "json_text"),
-        ".shaping",
-    ),
+    name: module
+    for module, names in {
+        ".convert": "Conversion to_plain",
+        ".diff": "Change ConfigDiff diff_command diff_configs load_config_values",
+        ".keys": "KEY_STYLES LAUNCH build_section key_prefix namespace_for",
+        ".secrets": "Redactor classify_name default_redactor fingerprint redact redact_argv redact_name redact_text",
+        ".shaping": "CONFIG_FORMAT TRACKING_GROUP artifact_path config_json config_text job_params json_text",
+    }.items()
+    for name in names.split()
 }
 
 

@@ -34,7 +34,7 @@ import os
 import re
 import sys
 import types
-from collections.abc import Iterator, Mapping, Sequence, Set
+from collections.abc import Callable, Iterator, Mapping, Sequence, Set
 from dataclasses import dataclass
 from typing import Any
 
@@ -165,29 +165,10 @@ def _module_of(value: Any) -> str:
     return module if isinstance(module, str) else ""
 
 
-def _float(value: float, path: str, conversions: list[Conversion], from_type: str) -> Any:
-    if math.isfinite(value):
-        return value
-    text = "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
-    conversions.append(Conversion(path, from_type, "str", "non-finite float as text (not JSON)"))
-    return text
-
-
-def _text(value: str, path: str, conversions: list[Conversion]) -> str:
-    """A str that UTF-8 can encode (lone surrogates are escaped)."""
-    if value.isascii():
-        return value
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        conversions.append(
-            Conversion(path, "str", "str", "unencodable characters (lone surrogates) escaped")
-        )
-        return value.encode("utf-8", "backslashreplace").decode("utf-8")
-    return value
-
-
 def _encodable(text: str) -> bool:
+    """Whether UTF-8 can encode ``text`` (it holds no lone surrogate)."""
+    if text.isascii():
+        return True
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
@@ -210,40 +191,60 @@ class _Converter:
         self.conversions.append(Conversion(path, type_name(value), _plain_name(result), note))
         return result
 
+    def _text(self, value: str, path: str) -> str:
+        """A str that UTF-8 can encode (lone surrogates are escaped)."""
+        if _encodable(value):
+            return value
+        escaped = value.encode("utf-8", "backslashreplace").decode("utf-8")
+        return self.note(path, value, escaped, "unencodable characters (lone surrogates) escaped")
+
+    def _float(self, number: float, path: str, value: Any) -> Any:
+        """``number`` (from ``value``), or its text if JSON cannot hold it."""
+        if math.isfinite(number):
+            return number
+        text = "nan" if math.isnan(number) else ("inf" if number > 0 else "-inf")
+        return self.note(path, value, text, "non-finite float as text (not JSON)")
+
     # -- entry points --------------------------------------------------------------------------
 
     def value(self, value: Any, path: str, depth: int) -> Any:
         """Convert any value; never raises."""
         tv = type(value)
         if tv is str:
-            return _text(value, path, self.conversions)
+            return self._text(value, path)
         if value is None or tv is int or tv is bool:
             return value
         if tv is float:
-            return _float(value, path, self.conversions, "float")
+            return self._float(value, path, value)
         try:
             return self._slow(value, path, depth)
         except RecursionError:
-            marker = "<too deep>"
-            self.note(path, value, marker, "nesting too deep for this interpreter; cut")
-            return marker
+            return self.note(path, value, "<too deep>", "nesting too deep for this interpreter; cut")
         except Exception as exc:
-            marker = f"<unconvertible {type_name(value)}: {type(exc).__name__}>"
-            self.note(path, value, marker, f"conversion raised {type(exc).__name__}; kept a marker")
-            return marker
+            error = type(exc).__name__
+            marker = f"<unconvertible {type_name(value)}: {error}>"
+            return self.note(path, value, marker, f"conversion raised {error}; kept a marker")
 
-    def _enter(self, value: Any, path: str, depth: int) -> str | None:
-        """Cycle and depth guard for containers: a marker to return instead, or None."""
+    def _nested(
+        self, value: Any, path: str, depth: int, walk: Callable[[], Any], note: str | None = None
+    ) -> Any:
+        """``walk()`` (the converted contents of container ``value``) with ``note`` recorded for
+        it, or a marker instead where ``value`` is too deep or already being visited (a cycle)."""
         if depth >= MAX_DEPTH:
             marker = f"<max depth {MAX_DEPTH}>"
-            self.note(path, value, marker, f"nested deeper than {MAX_DEPTH} levels; cut")
-            return marker
+            return self.note(path, value, marker, f"nested deeper than {MAX_DEPTH} levels; cut")
         ancestor = self.active.get(id(value))
         if ancestor is not None:
             marker = f"<cycle: {ancestor or '<root>'}>"
-            self.note(path, value, marker, "reference cycle cut; the marker names the ancestor")
-            return marker
-        return None
+            return self.note(path, value, marker, "reference cycle cut; the marker names the ancestor")
+        self.active[id(value)] = path
+        try:
+            result = walk()
+        finally:
+            del self.active[id(value)]
+        if note is not None:
+            self.note(path, value, result, note)
+        return result
 
     def _slow(self, value: Any, path: str, depth: int) -> Any:
         module = _module_of(value)
@@ -256,46 +257,44 @@ class _Converter:
             name = value.name if value.name is not None else str(value.value)
             return self.note(path, value, f"{type(value).__name__}.{name}", "enum member as ClassName.member")
         if isinstance(value, Mapping):
-            result = self._mapping(value, path, depth, None)
-            if type(value) is not dict and isinstance(result, dict):
-                self.note(path, value, result, "mapping type as plain mapping")
-            return result
+            note = None if type(value) is dict else "mapping type as plain mapping"
+            return self._mapping(value, value, path, depth, note)
         if isinstance(value, list):
-            return self._sequence(value, path, depth, None)
+            return self._sequence(value, path, depth)
         if isinstance(value, tuple):
             fields = getattr(value, "_fields", None)
             if isinstance(fields, tuple) and all(isinstance(f, str) for f in fields):
-                return self._attrs(
-                    value, dict(zip(fields, value, strict=False)), path, depth, "named tuple"
-                )
+                attrs = dict(zip(fields, value, strict=False))
+                return self._mapping(value, attrs, path, depth, "named tuple as mapping")
             note = "torch.Size as list" if module == "torch" else "tuple as list"
             return self._sequence(value, path, depth, note)
         if isinstance(value, (str, int, float)):
             return self._scalar_subclass(value, path)
         if isinstance(value, (set, frozenset, Set)):
-            return self._set(value, path, depth)
+            return self._nested(
+                value,
+                path,
+                depth,
+                lambda: sorted((self.value(item, f"{path}[*]", depth + 1) for item in value), key=_sort_key),
+                "set as sorted list",
+            )
         if isinstance(value, (bytes, bytearray, memoryview)):
             return self._bytes(value, path)
         if isinstance(value, os.PathLike):
             result = os.fspath(value)
             if isinstance(result, bytes):
                 result = result.decode("utf-8", "backslashreplace")
-            self.note(path, value, result, "path as text")
-            return _text(result, path, self.conversions)
+            return self._text(self.note(path, value, result, "path as text"), path)
         if module == "torch" and type(value).__name__ in _TORCH_BY_STR:
             return self.note(path, value, str(value), f"torch.{type(value).__name__} as text")
         if _is_array_like(value):
             return self._array(value, path, depth)
         if module.startswith("numpy") and hasattr(value, "kind") and hasattr(value, "itemsize"):
             return self.note(path, value, str(value), "numpy dtype as text")
-        if dataclasses.is_dataclass(value) and not isinstance(value, type):
-            names = [f.name for f in dataclasses.fields(value)]
-            return self._attrs(value, _getattrs(value, names), path, depth, "dataclass")
-        if isinstance(value, (argparse.Namespace, types.SimpleNamespace)):
-            return self._attrs(value, dict(vars(value)), path, depth, "namespace")
-        fields = _pydantic_fields(value)
-        if fields is not None:
-            return self._attrs(value, fields, path, depth, "pydantic model")
+        found = _fields(value)
+        if found is not None:
+            kind, attrs = found
+            return self._mapping(value, attrs, path, depth, f"{kind} as mapping")
         if isinstance(value, type) or _is_function_like(value):
             return self.note(path, value, _qualified_name(value), "callable as its qualified name")
         if inspect.isgenerator(value) or inspect.iscoroutine(value) or inspect.isasyncgen(value):
@@ -310,9 +309,7 @@ class _Converter:
         if isinstance(value, _loaded("datetime", "datetime", "date", "time")):
             return self.note(path, value, value.isoformat(), "date/time as ISO 8601 text")
         if isinstance(value, _loaded("datetime", "timedelta")):
-            seconds = value.total_seconds()
-            self.note(path, value, seconds, "timedelta as seconds")
-            return seconds
+            return self.note(path, value, value.total_seconds(), "timedelta as seconds")
         if isinstance(value, (complex, *_loaded("decimal", "Decimal"), *_loaded("fractions", "Fraction"),
                               *_loaded("uuid", "UUID"))):
             return self.note(path, value, str(value), "exact number or UUID as text")
@@ -332,19 +329,15 @@ class _Converter:
         text = _safe_repr(value)
         if text is None:
             return self.note(path, value, f"<unrepresentable {type_name(value)}>", "repr and str both raised; kept the type name")
-        self.note(path, value, text, "object as its repr (addresses removed)")
-        return _text(text, path, self.conversions)
+        return self._text(self.note(path, value, text, "object as its repr (addresses removed)"), path)
 
     def _scalar_subclass(self, value: Any, path: str) -> Any:
         if isinstance(value, str):
-            result: Any = str.__str__(value)
-            self.note(path, value, result, "str subclass as str")
-            return _text(result, path, self.conversions)
+            return self._text(self.note(path, value, str.__str__(value), "str subclass as str"), path)
         if isinstance(value, int):
             return self.note(path, value, int.__index__(value), "int subclass as int")
-        result = float.__float__(value)
-        self.note(path, value, result, "float subclass (e.g. numpy.float64) as float")
-        return _float(result, path, self.conversions, type_name(value))
+        number = self.note(path, value, float.__float__(value), "float subclass (e.g. numpy.float64) as float")
+        return self._float(number, path, value)
 
     def _bytes(self, value: Any, path: str) -> str:
         raw = bytes(value)
@@ -370,58 +363,27 @@ class _Converter:
                 text += f", values={items}"
         return self.note(path, value, text + ")", "array as a shape/dtype summary")
 
-    def _set(self, value: Any, path: str, depth: int) -> Any:
-        marker = self._enter(value, path, depth)
-        if marker is not None:
-            return marker
-        self.active[id(value)] = path
-        try:
-            items = [self.value(item, f"{path}[*]", depth + 1) for item in value]
-        finally:
-            del self.active[id(value)]
-        items.sort(key=_sort_key)
-        self.note(path, value, items, "set as sorted list")
-        return items
+    def _sequence(self, value: Any, path: str, depth: int, note: str | None = None) -> Any:
+        return self._nested(
+            value,
+            path,
+            depth,
+            lambda: [self.value(item, index_path(path, i), depth + 1) for i, item in enumerate(value)],
+            note,
+        )
 
-    def _sequence(self, value: Any, path: str, depth: int, note: str | None) -> Any:
-        marker = self._enter(value, path, depth)
-        if marker is not None:
-            return marker
-        self.active[id(value)] = path
-        try:
-            result = [
-                self.value(item, index_path(path, i), depth + 1) for i, item in enumerate(value)
-            ]
-        finally:
-            del self.active[id(value)]
-        if note is not None:
-            self.note(path, value, result, note)
-        return result
-
-    def _attrs(self, value: Any, attrs: dict[str, Any], path: str, depth: int, kind: str) -> Any:
-        result = self._mapping(attrs, path, depth, value)
-        if isinstance(result, dict):
-            self.note(path, value, result, f"{kind} as mapping")
-        return result
-
-    def _mapping(self, value: Any, path: str, depth: int, owner: Any) -> Any:
-        """Convert a mapping; ``owner`` is the object whose id guards against cycles."""
-        guard = value if owner is None else owner
-        marker = self._enter(guard, path, depth)
-        if marker is not None:
-            return marker
-        self.active[id(guard)] = path
-        try:
-            return self._items(list(value.items()), path, depth)
-        finally:
-            del self.active[id(guard)]
+    def _mapping(
+        self, value: Any, mapping: Mapping[Any, Any], path: str, depth: int, note: str | None = None
+    ) -> Any:
+        """Convert ``mapping``, the contents of ``value`` (the object guarded against cycles)."""
+        return self._nested(value, path, depth, lambda: self._items(list(mapping.items()), path, depth), note)
 
     def _items(self, items: list[tuple[Any, Any]], path: str, depth: int) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        odd: list[tuple[str, str, Any, Any]] = []
+        odd: list[tuple[str, str, Any]] = []
         for key, val in items:
             if type(key) is not str or not (key.isascii() or _encodable(key)):
-                odd.append((self._key_text(key, path, depth), type_name(key), key, val))
+                odd.append((self._key_text(key, path, depth), type_name(key), val))
                 continue
             # Plain JSON values inline: this loop runs once per key of every config.
             tv = type(val)
@@ -433,19 +395,15 @@ class _Converter:
                 out[key] = self.value(val, child_path(path, key), depth + 1)
         # Non-text keys go after the text ones, in a fixed order, so renames are stable.
         odd.sort(key=lambda item: (item[0], item[1]))
-        for text, tname, _key, val in odd:
+        for text, tname, val in odd:
             name = text
-            note = f"key of type {tname} stored as text"
-            if name in out:
-                name = f"{text} <{tname}>"
-                counter = 2
-                while name in out:
-                    name = f"{text} <{tname} #{counter}>"
-                    counter += 1
-                note = f"key of type {tname} collided with another key after conversion; renamed"
-            converted = self.value(val, child_path(path, name), depth + 1)
-            out[name] = converted
-            self.conversions.append(Conversion(child_path(path, name), tname, "str", note))
+            counter = 1
+            while name in out:
+                name = f"{text} <{tname}>" if counter == 1 else f"{text} <{tname} #{counter}>"
+                counter += 1
+            note = "collided with another key after conversion; renamed" if name != text else "stored as text"
+            out[name] = self.value(val, child_path(path, name), depth + 1)
+            self.conversions.append(Conversion(child_path(path, name), tname, "str", f"key of type {tname} {note}"))
         return dict(sorted(out.items()))
 
     def _key_text(self, key: Any, path: str, depth: int) -> str:
@@ -513,8 +471,13 @@ class _Unreadable:
         return f"<unreadable attribute: {self.error}>"
 
 
-def _pydantic_fields(value: Any) -> dict[str, Any] | None:
-    """Field values of a pydantic v2 (or v1) model, or None if ``value`` is not one."""
+def _fields(value: Any) -> tuple[str, dict[str, Any]] | None:
+    """What kind of record ``value`` is (a dataclass instance, a namespace, a pydantic v2 or v1
+    model) and its field values; None if it is none of them."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return "dataclass", _getattrs(value, [f.name for f in dataclasses.fields(value)])
+    if isinstance(value, (argparse.Namespace, types.SimpleNamespace)):
+        return "namespace", dict(vars(value))
     cls = type(value)
     fields = getattr(cls, "model_fields", None)
     if isinstance(fields, Mapping) and callable(getattr(value, "model_dump", None)):
@@ -523,11 +486,11 @@ def _pydantic_fields(value: Any) -> dict[str, Any] | None:
         if isinstance(extra, Mapping):
             for key, val in extra.items():
                 out.setdefault(str(key), val)
-        return out
+        return "pydantic model", out
     fields = getattr(cls, "__fields__", None)
     if isinstance(fields, Mapping) and callable(getattr(value, "dict", None)):
         if callable(getattr(value, "json", None)) and hasattr(cls, "__config__"):
-            return _getattrs(value, [str(name) for name in fields])
+            return "pydantic model", _getattrs(value, [str(name) for name in fields])
     return None
 
 
@@ -535,15 +498,18 @@ def _sort_key(item: Any) -> str:
     return json.dumps(item, sort_keys=True)
 
 
-def _root_attrs(obj: Any, conv: _Converter) -> dict[str, Any] | None:
-    """The top-level attributes of a host object that is not a mapping."""
+def _root_attrs(obj: Any, conv: _Converter) -> Mapping[Any, Any] | None:
+    """The top-level keys of a host object: a mapping itself, a record's fields, or the public
+    attributes of an object; None for an OmegaConf container or a value without attributes."""
+    if _module_of(obj).startswith("omegaconf"):
+        return None
+    if isinstance(obj, Mapping):
+        return obj
     if isinstance(obj, (argparse.Namespace, types.SimpleNamespace)):
-        return dict(vars(obj))
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return _getattrs(obj, [f.name for f in dataclasses.fields(obj)])
-    fields = _pydantic_fields(obj)
-    if fields is not None:
-        return fields
+        return dict(vars(obj))  # before _fields: a dataclass namespace keeps every parsed arg
+    found = _fields(obj)
+    if found is not None:
+        return found[1]
     attrs = getattr(obj, "__dict__", None)
     if isinstance(attrs, Mapping) and not isinstance(obj, type) and not callable(obj):
         public: dict[str, Any] = {}
@@ -568,16 +534,8 @@ def to_plain(obj: Any) -> tuple[dict[str, Any], list[Conversion]]:
     """
     conv = _Converter()
     try:
-        if _module_of(obj).startswith("omegaconf"):
-            data = conv.value(obj, "", 0)
-        elif isinstance(obj, Mapping):
-            data = conv._mapping(obj, "", 0, None)
-        else:
-            attrs = _root_attrs(obj, conv)
-            if attrs is None:
-                data = conv.value(obj, "", 0)
-            else:
-                data = conv._mapping(attrs, "", 0, obj)
+        attrs = _root_attrs(obj, conv)
+        data = conv.value(obj, "", 0) if attrs is None else conv._mapping(obj, attrs, "", 0)
         if not isinstance(data, dict):
             conv.conversions.append(
                 Conversion(

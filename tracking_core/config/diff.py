@@ -52,8 +52,9 @@ def is_volatile(key: str) -> bool:
     return bool(VOLATILE_KEY.search(re.split(r"[/.]", key)[-1]))
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+def _same_number(a: Any, b: Any) -> bool:
+    """Both numbers (not bools), equal as numbers."""
+    return all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (a, b)) and a == b
 
 
 def _kind(value: Any) -> str:
@@ -92,8 +93,68 @@ class Change:
     kind: str
 
 
+class _Absent:
+    def __repr__(self) -> str:
+        return "ABSENT"
+
+
+#: The value of a key a config does not have.
+ABSENT: Any = _Absent()
+
+
+class _Differences:
+    """What a diff of two configs and a side-by-side of more share: the differing keys, the two
+    kinds of difference listed apart from the real ones, and the text that lists them."""
+
+    @property
+    def keys(self) -> list[str]:
+        """Every key that differs, sorted."""
+        raise NotImplementedError
+
+    @property
+    def numeric_type_only(self) -> list[str]:
+        """Keys whose value is the same number in another type (``0.0`` vs ``0``), per-launch
+        keys excepted."""
+        raise NotImplementedError
+
+    @property
+    def volatile(self) -> list[str]:
+        """Differing keys that name per-launch values (ports, ids, pids, hosts, timestamps)."""
+        return [key for key in self.keys if is_volatile(key)]
+
+    @property
+    def real(self) -> list[str]:
+        """The differences that say the configs run differently: every differing key but the
+        per-launch values and the numeric type-only changes."""
+        apart = {*self.volatile, *self.numeric_type_only}
+        return [key for key in self.keys if key not in apart]
+
+    def _apart(self) -> dict[str, list[str]]:
+        return {"volatile": self.volatile, "numeric_type_only": self.numeric_type_only}
+
+    def _text(self, headline: str, numeric_noun: str, table: Callable[[Sequence[str]], list[str]]) -> str:
+        """The real differences as a ``table``, the ``headline`` with a note that counts the
+        differences listed apart, then their sections (per-launch values, the same number in
+        another type), each a ``table`` of its keys."""
+        real, volatile, numeric = self.real, self.volatile, self.numeric_type_only
+        out = [*table(real), ""] if real else []
+        apart = []
+        if volatile:
+            apart.append(f"{len(volatile)} per-launch value(s)")
+        if numeric:
+            apart.append(f"{len(numeric)} numeric type-only {numeric_noun}(s)")
+        out.append(headline + (f" (not counted, listed below: {', '.join(apart)})" if apart else ""))
+        for title, keys in (
+            ("Per-launch values (ports, run and job ids, pids, hosts, timestamps)", volatile),
+            ("The same number in another type", numeric),
+        ):
+            if keys:
+                out += ["", f"{title}: {len(keys)}", *table(keys)]
+        return "\n".join(out) + "\n"
+
+
 @dataclass(frozen=True)
-class ConfigDiff:
+class ConfigDiff(_Differences):
     """The difference from config ``a`` to config ``b``.
 
     ``added``: keys only in ``b``; ``removed``: keys only in ``a``; ``changed``: keys in both
@@ -119,27 +180,14 @@ class ConfigDiff:
         return [key for key, change in self.changed.items() if change.kind == "type"]
 
     @property
-    def volatile(self) -> list[str]:
-        """Differing keys that name per-launch values (ports, ids, pids, hosts, timestamps)."""
-        return [key for key in self.keys if is_volatile(key)]
-
-    @property
     def numeric_type_only(self) -> list[str]:
         """Keys whose value is the same number in another type (``0.0`` vs ``0``), per-launch
         keys excepted."""
-        out = []
-        for key, change in self.changed.items():
-            if change.kind == "type" and not is_volatile(key):
-                if _is_number(change.old) and _is_number(change.new) and change.old == change.new:
-                    out.append(key)
-        return out
-
-    @property
-    def real(self) -> list[str]:
-        """The differences that say the two configs run differently: every differing key but
-        the per-launch values and the numeric type-only changes."""
-        apart = {*self.volatile, *self.numeric_type_only}
-        return [key for key in self.keys if key not in apart]
+        return [
+            key
+            for key, change in self.changed.items()
+            if change.kind == "type" and not is_volatile(key) and _same_number(change.old, change.new)
+        ]
 
     def as_dict(self) -> dict[str, Any]:
         """Plain JSON data, for ``--json`` output or a report."""
@@ -149,8 +197,7 @@ class ConfigDiff:
             "changed": {
                 k: {"old": c.old, "new": c.new, "kind": c.kind} for k, c in self.changed.items()
             },
-            "volatile": self.volatile,
-            "numeric_type_only": self.numeric_type_only,
+            **self._apart(),
         }
 
     def format_table(self, a_label: str = "a", b_label: str = "b", width: int = 48) -> str:
@@ -163,35 +210,25 @@ class ConfigDiff:
         """
         if not self:
             return f"no differences between {a_label} and {b_label}\n"
-        header = ("key", "change", a_label, b_label)
-        real, volatile, numeric = self.real, self.volatile, self.numeric_type_only
-        out: list[str] = []
-        if real:
-            out += self._table(real, header, width)
-            out.append("")
+        real = self.real
+        headline = f"{len(real)} difference(s) between {a_label} and {b_label}"
         n_type = len([key for key in self.type_changes if key in real])
-        summary = f"{len(real)} difference(s) between {a_label} and {b_label}"
         if n_type:
-            summary += f", {n_type} of them a type change"
-        note, sections = set_apart(volatile, numeric, "change", lambda keys: self._table(keys, header, width))
-        out += [summary + note, *sections]
-        return "\n".join(out) + "\n"
+            headline += f", {n_type} of them a type change"
+        return self._text(headline, "change", lambda keys: self._table(keys, a_label, b_label, width))
 
-    def _table(self, keys: Sequence[str], header: tuple[str, ...], width: int) -> list[str]:
-        rows: list[tuple[str, ...]] = []
+    def _table(self, keys: Sequence[str], a_label: str, b_label: str, width: int) -> list[str]:
+        rows: list[tuple[str, ...]] = [("key", "change", a_label, b_label)]
         for key in keys:
             if key in self.added:
-                rows.append((key, "added", "(absent)", _cell(self.added[key], width)))
+                kind, values = "added", (ABSENT, self.added[key])
             elif key in self.removed:
-                rows.append((key, "removed", _cell(self.removed[key], width), "(absent)"))
+                kind, values = "removed", (self.removed[key], ABSENT)
             else:
                 change = self.changed[key]
-                old, new = _cell(change.old, width), _cell(change.new, width)
-                if change.kind == "type":
-                    old += f" ({_kind(change.old)})"
-                    new += f" ({_kind(change.new)})"
-                rows.append((key, change.kind, old, new))
-        return aligned([header, *rows])
+                kind, values = change.kind, (change.old, change.new)
+            rows.append((key, kind, *_cells(values, kind == "type", width)))
+        return aligned(rows)
 
 
 def aligned(rows: Sequence[tuple[str, ...]]) -> list[str]:
@@ -202,28 +239,6 @@ def aligned(rows: Sequence[tuple[str, ...]]) -> list[str]:
     return lines
 
 
-def set_apart(
-    volatile: Sequence[str], numeric: Sequence[str], numeric_noun: str, table: Callable[[Sequence[str]], list[str]]
-) -> tuple[str, list[str]]:
-    """What a diff's text lists apart from the real differences: the headline's note that counts
-    them, and their sections (per-launch values, the same number in another type), each a
-    ``table`` of its keys."""
-    apart = []
-    if volatile:
-        apart.append(f"{len(volatile)} per-launch value(s)")
-    if numeric:
-        apart.append(f"{len(numeric)} numeric type-only {numeric_noun}(s)")
-    note = f" (not counted, listed below: {', '.join(apart)})" if apart else ""
-    sections: list[str] = []
-    for title, keys in (
-        ("Per-launch values (ports, run and job ids, pids, hosts, timestamps)", volatile),
-        ("The same number in another type", numeric),
-    ):
-        if keys:
-            sections += ["", f"{title}: {len(keys)}", *table(keys)]
-    return note, sections
-
-
 def _cell(value: Any, width: int = 0) -> str:
     """Compact JSON, cut to ``width`` (0: whole): equal texts are equal values of one JSON type
     (``0.0`` is not ``0``)."""
@@ -232,6 +247,15 @@ def _cell(value: Any, width: int = 0) -> str:
     except (TypeError, ValueError):
         text = repr(value)
     return text if not width or len(text) <= width else text[: width - 1] + "…"
+
+
+def _cells(values: Sequence[Any], typed: bool, width: int) -> list[str]:
+    """A table's cells for ``values``: ``(absent)`` for :data:`ABSENT`, else :func:`_cell`, with
+    the JSON type after it when ``typed``."""
+    return [
+        "(absent)" if value is ABSENT else _cell(value, width) + (f" ({_kind(value)})" if typed else "")
+        for value in values
+    ]
 
 
 def _diff(a: Mapping[str, Any], b: Mapping[str, Any], path: str, out: ConfigDiff) -> None:
@@ -262,11 +286,7 @@ def diff_configs(a: Mapping[str, Any], b: Mapping[str, Any]) -> ConfigDiff:
     plain_b, _ = to_plain(b)
     raw = ConfigDiff()
     _diff(plain_a, plain_b, "", raw)
-    return ConfigDiff(
-        added=dict(sorted(raw.added.items())),
-        removed=dict(sorted(raw.removed.items())),
-        changed=dict(sorted(raw.changed.items())),
-    )
+    return ConfigDiff(*(dict(sorted(part.items())) for part in (raw.added, raw.removed, raw.changed)))
 
 
 def load_config_values(path: str | Path) -> dict[str, Any]:
@@ -286,17 +306,17 @@ def load_config_values(path: str | Path) -> dict[str, Any]:
 
 def _find_run(run: str, tracking_dir: str) -> Path | None:
     """A run directory given as a path, a run id, or a unique prefix of a run id."""
+    if not run:
+        return None
     direct = Path(run)
-    by_id = Path(tracking_dir) / "runs" / path_part(run, warn=False)
-    for candidate in (direct if (direct / "config").is_dir() else None, by_id, direct):
-        if candidate is not None and run and candidate.is_dir():
-            return candidate
+    if (direct / "config").is_dir():
+        return direct
     runs = Path(tracking_dir) / "runs"
-    if runs.is_dir() and run:
-        matches = [p for p in runs.iterdir() if p.is_dir() and p.name.startswith(run)]
-        if len(matches) == 1:
-            return matches[0]
-    return None
+    for candidate in (runs / path_part(run, warn=False), direct):
+        if candidate.is_dir():
+            return candidate
+    matches = [p for p in runs.iterdir() if p.is_dir() and p.name.startswith(run)] if runs.is_dir() else []
+    return matches[0] if len(matches) == 1 else None
 
 
 def diff_command(
@@ -343,13 +363,14 @@ def diff_command(
                 file=sys.stderr,
             )
             return 2
+    result: ConfigDiff | SideBySide
     if len(values) > 2:
-        table = compare_configs(values)
-        sys.stdout.write(table.format_table())
-        return 1 if (exit_code and table) else 0
-    base, other = list(values)[0], list(values)[-1]  # a role named twice is one config
-    result = diff_configs(values[base], values[other])
-    sys.stdout.write(result.format_table(base, other))
+        result = compare_configs(values)
+        sys.stdout.write(result.format_table())
+    else:
+        base, other = list(values)[0], list(values)[-1]  # a role named twice is one config
+        result = diff_configs(values[base], values[other])
+        sys.stdout.write(result.format_table(base, other))
     return 1 if (exit_code and result) else 0
 
 
@@ -366,15 +387,6 @@ def diff_command(
 # timestamps) and the same number in another type in every namespace.
 
 
-class _Absent:
-    def __repr__(self) -> str:
-        return "ABSENT"
-
-
-#: The value of a key a namespace does not have.
-ABSENT: Any = _Absent()
-
-
 def flatten(values: Mapping[str, Any], path: str = "") -> dict[str, Any]:
     """``{"a": {"b": 1}, "c": []}`` -> ``{"a.b": 1, "c": []}``: nested mappings become paths
     (an empty mapping stays a value), anything else is a value."""
@@ -389,7 +401,7 @@ def flatten(values: Mapping[str, Any], path: str = "") -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
-class SideBySide:
+class SideBySide(_Differences):
     """The keys whose value is not the same in every namespace of ``names``, each with its value
     per namespace (in the order of ``names``; :data:`ABSENT` where a namespace lacks it)."""
 
@@ -400,26 +412,18 @@ class SideBySide:
         return bool(self.rows)
 
     @property
-    def volatile(self) -> list[str]:
-        """Keys naming per-launch values (ports, ids, pids, hosts, timestamps)."""
-        return [key for key in self.rows if is_volatile(key)]
+    def keys(self) -> list[str]:
+        """Every key that differs, sorted."""
+        return list(self.rows)
 
     @property
     def numeric_type_only(self) -> list[str]:
         """Keys present everywhere with one number in more than one type (``0.0``, ``0``)."""
-        out = []
-        for key, values in self.rows.items():
-            if is_volatile(key) or any(v is ABSENT or not _is_number(v) for v in values):
-                continue
-            if all(v == values[0] for v in values):
-                out.append(key)
-        return out
-
-    @property
-    def real(self) -> list[str]:
-        """The keys that say the namespaces run differently."""
-        apart = {*self.volatile, *self.numeric_type_only}
-        return [key for key in self.rows if key not in apart]
+        return [
+            key
+            for key, values in self.rows.items()
+            if not is_volatile(key) and all(_same_number(v, values[0]) for v in values)
+        ]
 
     def as_dict(self) -> dict[str, Any]:
         """Plain JSON data: per key, the value of each namespace that has it."""
@@ -429,8 +433,7 @@ class SideBySide:
                 key: {n: v for n, v in zip(self.names, values, strict=True) if v is not ABSENT}
                 for key, values in self.rows.items()
             },
-            "volatile": self.volatile,
-            "numeric_type_only": self.numeric_type_only,
+            **self._apart(),
         }
 
     def format_table(self, width: int = 40) -> str:
@@ -440,27 +443,15 @@ class SideBySide:
         together = ", ".join(self.names)
         if not self:
             return f"no differences among {together}\n"
-        real, volatile, numeric = self.real, self.volatile, self.numeric_type_only
-        out: list[str] = []
-        if real:
-            out += [*self._table(real, width), ""]
-        note, sections = set_apart(volatile, numeric, "difference", lambda keys: self._table(keys, width))
-        out += [f"{len(real)} key(s) not the same in {together}{note}", *sections]
-        return "\n".join(out) + "\n"
+        headline = f"{len(self.real)} key(s) not the same in {together}"
+        return self._text(headline, "difference", lambda keys: self._table(keys, width))
 
     def _table(self, keys: Sequence[str], width: int) -> list[str]:
         rows: list[tuple[str, ...]] = [("key", *self.names)]
         for key in keys:
             values = self.rows[key]
             typed = len({_kind(v) for v in values if v is not ABSENT}) > 1
-            cells = []
-            for value in values:
-                if value is ABSENT:
-                    cells.append("(absent)")
-                    continue
-                text = _cell(value, width)
-                cells.append(f"{text} ({_kind(value)})" if typed else text)
-            rows.append((key, *cells))
+            rows.append((key, *_cells(values, typed, width)))
         return aligned(rows)
 
 

@@ -166,10 +166,7 @@ def _is_strong(word: str) -> bool:
 
 def _qualified_noun(word: str) -> bool:
     """``wandbkey``, ``hftoken``: a qualifier and a noun run together."""
-    for noun in _NOUNS:
-        if word.endswith(noun) and word[: -len(noun)] in _QUALIFIERS:
-            return True
-    return False
+    return any(word.endswith(noun) and word[: -len(noun)] in _QUALIFIERS for noun in _NOUNS)
 
 
 @functools.lru_cache(maxsize=16384)
@@ -271,14 +268,14 @@ _AUTHORIZATION = re.compile(
 # ``Basic <base64>`` alone counts when the base64 decodes to ``user:password``.
 _BASIC = re.compile(r"(\b[Bb]asic[ \t]+)([A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])")
 _FLAG = re.compile(
-    r"(?<![\w\-])(--[A-Za-z0-9][A-Za-z0-9_.\-]*)(=|[ \t]+)"
-    r"(<redacted(?: sha256:[0-9a-f]{8})?>|\"[^\"]*\"|'[^']*'|(?!-)[^\s\"']+)"
+    r"(?<![\w\-])--(?P<name>[A-Za-z0-9][A-Za-z0-9_.\-]*)(?:=|[ \t]+)"
+    r"(?P<value><redacted(?: sha256:[0-9a-f]{8})?>|\"[^\"]*\"|'[^']*'|(?!-)[^\s\"']+)"
 )
 # ":" then "//" is a URL's scheme, not an assignment: skipping it keeps the value pattern from
 # swallowing the URL, so the query's first ``?token=VALUE`` is matched like any later ``&token=``.
 _ASSIGN = re.compile(
-    r"(?<![\w\-.])([\"']?)([A-Za-z_][A-Za-z0-9_.\-]*)\1([ \t]*(?:=|:(?!//))[ \t]*)"
-    r"(<redacted(?: sha256:[0-9a-f]{8})?>|\"[^\"]*\"|'[^']*'|[^\s,;&\"'}\]]+)"
+    r"(?<![\w\-.])([\"']?)(?P<name>[A-Za-z_][A-Za-z0-9_.\-]*)\1[ \t]*(?:=|:(?!//))[ \t]*"
+    r"(?P<value><redacted(?: sha256:[0-9a-f]{8})?>|\"[^\"]*\"|'[^']*'|[^\s,;&\"'}\]]+)"
 )
 # Cheap tests first: most config strings hold none of these and skip the regexes.
 # (Alternatives grouped by first letter: the engine tries fewer of them at each position.)
@@ -297,29 +294,20 @@ _ENV_NAME = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+|[A-Z]{2,}")
 def _split_list(text: str) -> list[str]:
     """Split a comma-separated env value; commas inside ``{}``/``[]``/``()`` or escaped stay."""
     items: list[str] = []
-    current: list[str] = []
+    current = ""
     depth = 0
-    i = 0
-    while i < len(text):
-        ch = text[i]
-        if ch == "\\" and i + 1 < len(text):
-            if text[i + 1] == ",":
-                current.append(",")
-            else:
-                current.append(text[i : i + 2])
-            i += 2
+    # A backslash and the character after it are one piece: ``\,`` is a comma that splits nothing.
+    for piece in re.findall(r"\\.|.", text, re.S):
+        if piece == "," and depth == 0:
+            items.append(current)
+            current = ""
             continue
-        if ch in "{[(":
+        if piece in ("{", "[", "("):
             depth += 1
-        elif ch in "}])" and depth:
+        elif piece in ("}", "]", ")") and depth:
             depth -= 1
-        if ch == "," and depth == 0:
-            items.append("".join(current))
-            current = []
-        else:
-            current.append(ch)
-        i += 1
-    items.append("".join(current))
+        current += "," if piece == "\\," else piece
+    items.append(current)
     return [item.strip() for item in items if item.strip()]
 
 
@@ -375,8 +363,10 @@ class Redactor:
         self.allow_keys = allow = (*map(str, allow_keys), *env(ALLOW_KEYS_ENV))
         self.fingerprint = fingerprint
         # key name -> (the key with secret shapes replaced, name_kind): keys repeat across
-        # sections and calls, so both answers are kept (bounded, see _key_info).
-        self._keys: dict[str, tuple[str, str | None]] = {}
+        # sections and calls, so both answers are kept.
+        self._key_info = functools.lru_cache(maxsize=65536)(
+            lambda key: (self.redact_text(key), self.name_kind(key))
+        )
         self._allow_exact = frozenset(k for k in allow if not any(c in k for c in "*?["))
         self._allow_globs = tuple(k for k in allow if k not in self._allow_exact)
         #: Record names as redacted (``names[key]``): see :meth:`redact_name`.
@@ -392,12 +382,9 @@ class Redactor:
         """Whether the user allowed this key (by name or by path)."""
         if not self.allow_keys:
             return False
-        if name in self._allow_exact or (path is not None and path in self._allow_exact):
-            return True
         return any(
-            fnmatch.fnmatchcase(name, glob)
-            or (path is not None and fnmatch.fnmatchcase(path, glob))
-            for glob in self._allow_globs
+            key in self._allow_exact or any(fnmatch.fnmatchcase(key, glob) for glob in self._allow_globs)
+            for key in (name, path) if key is not None
         )
 
     def name_kind(self, name: str) -> str | None:
@@ -406,14 +393,6 @@ class Redactor:
             if pattern.search(name):
                 return SECRET
         return classify_name(name)
-
-    def _key_info(self, key: str) -> tuple[str, str | None]:
-        info = self._keys.get(key)
-        if info is None:
-            if len(self._keys) > 65536:
-                self._keys.clear()
-            info = self._keys[key] = (self.redact_text(key), self.name_kind(key))
-        return info
 
     def _hides(self, kind: str | None, value: Any) -> bool:
         """Whether a value under a name of ``kind`` is replaced."""
@@ -440,12 +419,12 @@ class Redactor:
         if not text:
             return text
         if _QUICK_TOKENS.search(text):
-            text = _PEM.sub(lambda m: self.mask(m.group(0)), text)
-            text = _TOKENS.sub(lambda m: self.mask(m.group(0)), text)
+            text = _PEM.sub(self._masked, text)
+            text = _TOKENS.sub(self._masked, text)
         if "@" in text and "://" in text:  # user:password@ needs both
-            text = _URL_PASSWORD.sub(lambda m: m.group(1) + self.mask(m.group(2)), text)
+            text = _URL_PASSWORD.sub(lambda m: self._masked(m, 2), text)
         if "earer" in text:
-            text = _BEARER.sub(lambda m: m.group(1) + self.mask(m.group(2)), text)
+            text = _BEARER.sub(lambda m: self._masked(m, 2), text)
         if len(text) > 13:  # the shortest "Basic <8 chars>" or "Authorization:x"
             if "uthorization" in text:
                 text = _AUTHORIZATION.sub(self._authorization_match, text)
@@ -454,26 +433,27 @@ class Redactor:
         flag, assign = "--" in text, "=" in text or ":" in text
         if (flag or assign) and (self.secret_keys or self._may_name_secret(text)):
             if flag:
-                text = _FLAG.sub(self._flag_match, text)
+                text = _FLAG.sub(self._named_value_match, text)
             if assign:
-                text = _ASSIGN.sub(self._assign_match, text)
+                text = _ASSIGN.sub(self._named_value_match, text)
         for pattern in self.patterns:
             text = pattern.sub(self._user_match, text)
         return text
 
+    def _masked(self, m: re.Match[str], group: int | str = 0) -> str:
+        """The text of match ``m`` with its group ``group`` replaced by the marker."""
+        text, start = m.group(0), m.start()
+        return text[: m.start(group) - start] + self.mask(m.group(group)) + text[m.end(group) - start :]
+
     def _authorization_match(self, m: re.Match[str]) -> str:
-        if m.group(3) is not None:
-            return m.group(1) + m.group(2) + self.mask(m.group(3))
-        return m.group(1) + self.mask(m.group(4))
+        return self._masked(m, 3 if m.group(3) is not None else 4)
 
     def _basic_match(self, m: re.Match[str]) -> str:
         try:
             decoded = base64.b64decode(m.group(2), validate=True)
         except ValueError:  # binascii.Error: not base64 (an ordinary word after "Basic")
             return m.group(0)
-        if b":" not in decoded:
-            return m.group(0)
-        return m.group(1) + self.mask(m.group(2))
+        return self._masked(m, 2) if b":" in decoded else m.group(0)
 
     @staticmethod
     def _may_name_secret(text: str) -> bool:
@@ -485,36 +465,19 @@ class Redactor:
             or "pwd" in low
         )
 
-    def _replace_quoted(self, raw: str) -> str:
-        if len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "\"'":
-            return raw[0] + self.mask(raw[1:-1]) + raw[0]
-        return self.mask(raw)
-
-    def _named_value_hidden(self, name: str, raw: str) -> bool:
-        inner = raw[1:-1] if len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "\"'" else raw
-        if self.is_allowed(name):
-            return False
-        return self._hides(self.name_kind(name), inner)
-
-    def _flag_match(self, m: re.Match[str]) -> str:
-        flag, sep, raw = m.group(1), m.group(2), m.group(3)
-        if not self._named_value_hidden(flag.lstrip("-"), raw):
+    def _named_value_match(self, m: re.Match[str]) -> str:
+        """``--name VALUE`` or ``name = VALUE`` (:data:`_FLAG`, :data:`_ASSIGN`) with the value
+        (inside its quotes, which stay) replaced where the name hides it."""
+        name, raw = m.group("name"), m.group("value")
+        quote = raw[0] if len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "\"'" else ""
+        inner = raw[1:-1] if quote else raw
+        if self.is_allowed(name) or not self._hides(self.name_kind(name), inner):
             return m.group(0)
-        return flag + sep + self._replace_quoted(raw)
-
-    def _assign_match(self, m: re.Match[str]) -> str:
-        quote, name, sep, raw = m.group(1), m.group(2), m.group(3), m.group(4)
-        if not self._named_value_hidden(name, raw):
-            return m.group(0)
-        return quote + name + quote + sep + self._replace_quoted(raw)
+        return m.group(0)[: m.start("value") - m.start()] + quote + self.mask(inner) + quote
 
     def _user_match(self, m: re.Match[str]) -> str:
         if "secret" in m.re.groupindex and m.group("secret") is not None:
-            start, end = m.span("secret")
-            whole_start = m.start(0)
-            text = m.group(0)
-            inner = text[start - whole_start : end - whole_start]
-            return text[: start - whole_start] + self.mask(inner) + text[end - whole_start :]
+            return self._masked(m, "secret")
         if _MARKER.fullmatch(m.group(0)) or not m.group(0):
             return m.group(0)
         return self.mask(m.group(0))
@@ -574,28 +537,22 @@ class Redactor:
         if kind is dict or isinstance(value, Mapping):
             return self._walk_mapping(value, path, paths)
         if kind is list or isinstance(value, (list, tuple)):
-            if len(value) < 2:  # most lists of a config: no pair in them
-                return [self._walk(item, index_path(path, i), paths) for i, item in enumerate(value)]
-            return self._walk_list(value, path, paths)
+            out = [self._walk(item, index_path(path, i), paths) for i, item in enumerate(value)]
+            for i in self._named_items(value):
+                if not _MARKER.fullmatch(str(out[i])):
+                    out[i] = self.mask(value[i])
+                    paths.append(index_path(path, i))
+            return out
         if isinstance(value, str):
             return self._walk(str(value), path, paths)
         return value
-
-    def _walk_list(self, value: Sequence[Any], path: str, paths: list[str]) -> list[Any]:
-        out = [self._walk(item, index_path(path, i), paths) for i, item in enumerate(value)]
-        for i in self._named_items(value):
-            if not _MARKER.fullmatch(str(out[i])):
-                out[i] = self.mask(value[i])
-                paths.append(index_path(path, i))
-        return out
 
     def _named_items(self, items: Sequence[Any]) -> list[int]:
         """The indices of items that the item before names as a secret: ``["--wandb-key", KEY]``
         (a command line kept as a list) or ``["AWS_SECRET_ACCESS_KEY", VALUE]`` (an environment
         kept as pairs). Lower-case words are left: a list of column names holds ``token``."""
         hidden: list[int] = []
-        for i in range(len(items) - 1):
-            item = items[i]
+        for i, (item, nxt) in enumerate(zip(items, items[1:], strict=False)):
             if type(item) is not str or not item:
                 continue
             if item[0] == "-":
@@ -606,7 +563,6 @@ class Redactor:
                 name = item
             else:
                 continue
-            nxt = items[i + 1]
             if isinstance(nxt, str) and nxt.startswith("--"):
                 continue
             if not self.is_allowed(name) and self._hides(self.name_kind(name), nxt):
@@ -617,17 +573,12 @@ class Redactor:
         self, value: Mapping[Any, Any], path: str, paths: list[str]
     ) -> dict[Any, Any]:
         out: dict[Any, Any] = {}
-        allow = bool(self.allow_keys)
-        known = self._keys
         for key, val in value.items():
             name = key if type(key) is str else str(key)
-            if allow and self.is_allowed(name, child_path(path, name)):
+            if self.allow_keys and self.is_allowed(name, child_path(path, name)):
                 out[key] = _copy(val)
                 continue
-            info = known.get(name)
-            if info is None:
-                info = self._key_info(name)
-            new_key, kind = info
+            new_key, kind = self._key_info(name)
             if new_key != name:
                 paths.append(child_path(path, new_key))
             else:

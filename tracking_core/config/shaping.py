@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from collections.abc import Collection, Mapping
 from typing import Any
 
@@ -62,11 +63,11 @@ def job_params(section: ConfigSection, tracking: Collection[str]) -> ConfigSecti
     if not section.params:
         return section
     prefix = section.prefix
-    params: dict[str, Any] = {}
-    for key, value in section.params.items():
-        name = key[len(prefix):] if key.startswith(prefix) else key
-        if value is not None and name not in tracking:
-            params[key] = value
+    params = {
+        key: value
+        for key, value in section.params.items()
+        if value is not None and key.removeprefix(prefix) not in tracking
+    }
     if section.role is None:
         for name, value in section.values.items():
             if name in tracking and value is not None:
@@ -105,7 +106,7 @@ def json_text(value: Any) -> str:
         return "true" if value else "false"
     if kind is int:
         return int.__repr__(value)
-    if kind is float and value == value and value not in (float("inf"), float("-inf")):
+    if kind is float and math.isfinite(value):
         return float.__repr__(value)
     return _dumps(value, sort_keys=True, ensure_ascii=False)
 
@@ -166,13 +167,8 @@ def config_text(section: ConfigSection) -> str:
         ]
         for c in conversions:
             if isinstance(c, Mapping):
-                cells = (
-                    c.get("path", ""),
-                    c.get("from_type", ""),
-                    c.get("to", ""),
-                    c.get("note", ""),
-                )
-                lines.append("| " + " | ".join(_md(str(x)) for x in cells) + " |")
+                cells = [_md(str(c.get(name, ""))) for name in ("path", "from_type", "to", "note")]
+                lines.append("| " + " | ".join(cells) + " |")
     redacted = report.get("redacted") or []
     if redacted:
         lines += ["", f"#### redacted ({len(redacted)})", ""]

@@ -33,23 +33,18 @@ def encode_value(value: float) -> float | str:
     return value if math.isfinite(value) else repr(value)
 
 
-def section_to_dict(section: ConfigSection) -> dict[str, Any]:
-    return asdict(section)
-
-
-def section_from_dict(data: Mapping[str, Any]) -> ConfigSection:
-    return ConfigSection(
-        role=data.get("role"),
-        namespace=data["namespace"],
-        prefix=data.get("prefix", ""),
-        values=data.get("values") or {},
-        params=data.get("params") or {},
-        report=data.get("report") or {},
-    )
-
-
 def _text(value: Any) -> str | None:
     return None if value is None else str(value)
+
+
+def _line(entry: tuple[Any, ...], *keys: str) -> dict[str, Any]:
+    """An entry's compact form: ``n``, its tag, then its other fields under ``keys``."""
+    return {"n": entry[0], "t": TAGS[type(entry)], **dict(zip(keys, entry[1:], strict=True))}
+
+
+def _keyed(cls: Any, obj: Mapping[str, Any], *fields: Any) -> Any:
+    """An entry on a step axis read back: its number, time and key, ``fields``, its step."""
+    return cls(obj["n"], float(obj["ts"]), str(obj["k"]), *fields, obj.get("st"), obj.get("sk"))
 
 
 # -- the entries -------------------------------------------------------------------------------
@@ -68,11 +63,7 @@ class Row(NamedTuple):
     step_key: str | None
 
     def encode(self) -> dict[str, Any]:
-        return row_line(self.n, self.timestamp, self.values, self.step, self.step_key)
-
-    @classmethod
-    def decode(cls, obj: Mapping[str, Any]) -> Row:
-        return cls(obj["n"], float(obj["ts"]), obj["m"], obj.get("st"), obj.get("sk"))
+        return row_line(*self)
 
 
 class Table(NamedTuple):
@@ -87,11 +78,11 @@ class Table(NamedTuple):
     step_key: str | None
 
     def encode(self) -> dict[str, Any]:
-        return {"n": self.n, "t": "table", "ts": self.timestamp, "k": self.key, "cols": self.columns, "rows": self.rows, "st": self.step, "sk": self.step_key}
+        return _line(self, "ts", "k", "cols", "rows", "st", "sk")
 
     @classmethod
     def decode(cls, obj: Mapping[str, Any]) -> Table:
-        return cls(obj["n"], float(obj["ts"]), str(obj["k"]), list(obj["cols"]), list(obj["rows"]), obj.get("st"), obj.get("sk"))
+        return _keyed(cls, obj, list(obj["cols"]), list(obj["rows"]))
 
 
 class Histogram(NamedTuple):
@@ -129,9 +120,9 @@ class Histogram(NamedTuple):
     @classmethod
     def decode(cls, obj: Mapping[str, Any]) -> Histogram:
         h = obj["h"]
-        return cls(
-            obj["n"], float(obj["ts"]), str(obj["k"]), list(h["c"]), list(h["e"]), int(h["count"]), float(h["min"]),
-            float(h["max"]), float(h["sum"]), float(h["sq"]), dict(h["pct"]), int(h.get("nf", 0)), obj.get("st"), obj.get("sk"),
+        return _keyed(
+            cls, obj, list(h["c"]), list(h["e"]), int(h["count"]), float(h["min"]), float(h["max"]),
+            float(h["sum"]), float(h["sq"]), dict(h["pct"]), int(h.get("nf", 0)),
         )  # fmt: skip
 
 
@@ -146,11 +137,11 @@ class Text(NamedTuple):
     step_key: str | None
 
     def encode(self) -> dict[str, Any]:
-        return {"n": self.n, "t": "text", "ts": self.timestamp, "k": self.key, "x": self.text, "st": self.step, "sk": self.step_key}
+        return _line(self, "ts", "k", "x", "st", "sk")
 
     @classmethod
     def decode(cls, obj: Mapping[str, Any]) -> Text:
-        return cls(obj["n"], float(obj["ts"]), str(obj["k"]), str(obj["x"]), obj.get("st"), obj.get("sk"))
+        return _keyed(cls, obj, str(obj["x"]))
 
 
 class Artifact(NamedTuple):
@@ -169,19 +160,9 @@ class Artifact(NamedTuple):
     snapshot: bool
 
     def encode(self) -> dict[str, Any]:
-        return {
-            "n": self.n,
-            "t": "artifact",
-            "ts": self.timestamp,
-            "k": self.key,
-            "kind": self.artifact_kind,
-            "src": self.source,
-            "dir": self.is_dir,
-            "size": self.size,
-            "files": [[rel, size] for rel, size in self.files],
-            "path": self.path,
-            "snap": self.snapshot,
-        }
+        line = _line(self, "ts", "k", "kind", "src", "dir", "size", "files", "path", "snap")
+        line["files"] = [[rel, size] for rel, size in self.files]
+        return line
 
     @classmethod
     def decode(cls, obj: Mapping[str, Any]) -> Artifact:
@@ -198,11 +179,20 @@ class Config(NamedTuple):
     section: ConfigSection
 
     def encode(self) -> dict[str, Any]:
-        return {"n": self.n, "t": "config", "section": section_to_dict(self.section)}
+        return {"n": self.n, "t": "config", "section": asdict(self.section)}
 
     @classmethod
     def decode(cls, obj: Mapping[str, Any]) -> Config:
-        return cls(obj["n"], section_from_dict(obj["section"]))
+        data = obj["section"]
+        section = ConfigSection(
+            role=data.get("role"),
+            namespace=data["namespace"],
+            prefix=data.get("prefix", ""),
+            values=data.get("values") or {},
+            params=data.get("params") or {},
+            report=data.get("report") or {},
+        )
+        return cls(obj["n"], section)
 
 
 class End(NamedTuple):
@@ -258,7 +248,8 @@ _NEW = tuple.__new__
 
 
 def _row(obj: Mapping[str, Any]) -> Row:
-    """:meth:`Row.decode` without its call: the worker decodes one row per journal line."""
+    """A row read back, built without a call to its class: the worker decodes one row per
+    journal line."""
     return _NEW(Row, (obj["n"], float(obj["ts"]), obj["m"], obj.get("st"), obj.get("sk")))
 
 
@@ -266,8 +257,7 @@ def _unknown(obj: Mapping[str, Any]) -> Unknown:
     return Unknown(obj["n"], obj["t"], obj)
 
 
-_DECODERS: dict[str, Any] = {tag: cls.decode for cls, tag in TAGS.items()}  # type: ignore[attr-defined]
-_DECODERS[TAGS[Row]] = _row
+_DECODERS: dict[str, Any] = {tag: _row if cls is Row else cls.decode for cls, tag in TAGS.items()}  # type: ignore[attr-defined]
 
 
 def decode(obj: Mapping[str, Any]) -> Entry:

@@ -27,6 +27,7 @@ the one completion rule that decides when a journal folder is removed, are in
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import json
@@ -35,7 +36,7 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -68,28 +69,24 @@ def segment_name(index: int) -> str:
     return f"{SEGMENT_PREFIX}{index:06d}{SEGMENT_SUFFIX}"
 
 
-def segment_index(path: Path) -> int | None:
-    name = path.name
-    if not (name.startswith(SEGMENT_PREFIX) and name.endswith(SEGMENT_SUFFIX)):
-        return None
-    try:
-        return int(name[len(SEGMENT_PREFIX) : -len(SEGMENT_SUFFIX)])
-    except ValueError:
-        return None
-
-
 def segments(folder: Path) -> list[tuple[int, Path]]:
     """The folder's segments in order."""
-    out = []
     try:
-        children = list(folder.iterdir())
+        names = os.listdir(folder)
     except OSError:
         return []
-    for path in children:
-        index = segment_index(path)
-        if index is not None:
-            out.append((index, path))
+    out = []
+    for name in names:
+        if name.startswith(SEGMENT_PREFIX) and name.endswith(SEGMENT_SUFFIX):
+            with contextlib.suppress(ValueError):
+                out.append((int(name[len(SEGMENT_PREFIX) : -len(SEGMENT_SUFFIX)]), folder / name))
     return sorted(out)
+
+
+def _open_append(path: Path) -> int:
+    """A segment opened for appending, created if needed (readable too: a segment deleted
+    under its writer is copied from its descriptor)."""
+    return os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
 
 
 # -- locks -------------------------------------------------------------------------------------
@@ -152,27 +149,28 @@ class JournalWriter:
         self.recreated = 0
         self._vanished = False
         self._sealed = False
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-            self._lock_fd = try_lock(folder / WRITER_LOCK)
-            if self._lock_fd is None:
-                raise JournalUnavailable(errno.EBUSY, "journal folder in use by another process", str(folder))
-            replace_text(folder / META, self._meta)
-            self.index = -1
-            self._fd = -1
-            self._open_segment(0)
-        except OSError as exc:
-            raise JournalUnavailable(exc.errno, exc.strerror or str(exc), str(folder)) from exc
-        self.size = 0
         self._cut = False
         self.closed = False
+        self.index = self.size = 0
+        try:
+            self._lock_fd, self._fd = self._make_folder(0, "in use by")
+        except OSError as exc:
+            raise JournalUnavailable(exc.errno, exc.strerror or str(exc), str(folder)) from exc
 
-    def _open_segment(self, index: int) -> None:
-        # Readable too: a segment deleted under the writer is copied from this descriptor.
-        fd = os.open(self.folder / segment_name(index), os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
-        if self._fd >= 0:
-            os.close(self._fd)
-        self._fd, self.index, self.size = fd, index, 0
+    def _make_folder(self, index: int, taken: str) -> tuple[int, int]:
+        """Make the folder (its ``meta.json``, the writer's lock) and open segment ``index`` in
+        it: the lock's and the segment's descriptors."""
+        folder = self.folder
+        folder.mkdir(parents=True, exist_ok=True)
+        lock = try_lock(folder / WRITER_LOCK)
+        if lock is None:
+            raise JournalUnavailable(errno.EBUSY, f"journal folder {taken} another process", str(folder))
+        try:
+            replace_text(folder / META, self._meta)
+            return lock, _open_append(folder / segment_name(index))
+        except OSError:
+            os.close(lock)
+            raise
 
     def append(self, data: bytes) -> None:
         """Append whole lines (``OSError`` and nothing half-written if the disk refused them),
@@ -197,9 +195,11 @@ class JournalWriter:
         if self.size == 0:
             return True
         try:
-            self._open_segment(self.index + 1)
+            fd = _open_append(self.folder / segment_name(self.index + 1))
         except OSError:
             return False
+        os.close(self._fd)
+        self._fd, self.index, self.size = fd, self.index + 1, 0
         return True
 
     def _append(self, data: bytes) -> None:
@@ -252,17 +252,7 @@ class JournalWriter:
         records: whoever had not read them yet finds them there, and a reader that had skips
         the numbers it has seen. ``OSError`` when the folder cannot be made (the caller then
         treats the records as not journaled)."""
-        folder = self.folder
-        folder.mkdir(parents=True, exist_ok=True)
-        lock = try_lock(folder / WRITER_LOCK)
-        if lock is None:
-            raise JournalUnavailable(errno.EBUSY, "journal folder made again by another process", str(folder))
-        try:
-            replace_text(folder / META, self._meta)
-            fd = os.open(folder / segment_name(self.index + 1), os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
-        except OSError:
-            os.close(lock)
-            raise
+        lock, fd = self._make_folder(self.index + 1, "made again by")
         try:
             copied = _copy_fd(self._fd, fd, self.size)
         except OSError:
@@ -270,8 +260,7 @@ class JournalWriter:
             os.close(lock)
             raise
         for old in (self._fd, self._lock_fd):
-            if old is not None and old >= 0:
-                close_quietly(old)
+            close_quietly(old)
         self._fd, self._lock_fd, self.index, self.size = fd, lock, self.index + 1, copied
         self._vanished = False
         self.recreated += 1
@@ -281,7 +270,7 @@ class JournalWriter:
                 "`rm -rf` of the tracking directory?); it was made again, and delivery goes on "
                 "from it without a gap; keep the tracking directory of a running job out of "
                 "reach of cleaners (or point $TRACKING_CORE_DIR / --tracking-dir elsewhere)",
-                folder,
+                self.folder,
             )
         if self._on_recreated is not None:
             try:
@@ -299,8 +288,7 @@ class JournalWriter:
             return
         self.closed = True
         for fd in (self._fd, self._lock_fd):
-            if fd is not None and fd >= 0:
-                close_quietly(fd)
+            close_quietly(fd)
 
 
 def _copy_fd(source: int, dest: int, size: int) -> int:
@@ -323,7 +311,7 @@ def _copy_fd(source: int, dest: int, size: int) -> int:
 
 def copy_segment(source: int, path: Path) -> None:
     """A new segment file ``path`` holding everything in the open segment ``source``."""
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    fd = _open_append(path)
     try:
         _copy_fd(source, fd, os.fstat(source).st_size)
     finally:
@@ -357,14 +345,11 @@ def parse_line(line: bytes) -> dict[str, Any] | None:
 def _records_in(line: bytes) -> tuple[dict[str, Any] | None, bool]:
     """The record in ``line`` and whether anything in it was not part of one. A record can hide
     behind bytes that are not one (a cut line that the next append continued)."""
-    obj = parse_line(line)
-    if obj is not None:
-        return obj, False
-    start = line.find(LINE_START, 1)
+    start = 0
     while start != -1:
         obj = parse_line(line[start:])
         if obj is not None:
-            return obj, True
+            return obj, start > 0
         start = line.find(LINE_START, start + 1)
     return None, True
 
@@ -423,15 +408,14 @@ class SegmentReader:
                 self.offset += len(data)
                 self._take(self._buffer + data, out, path.name)
                 continue
-            # the end of this segment, for now
-            if self._newer_segment_exists() or final:
-                if self._buffer:
-                    self.bad.add(path.name, self._buffer)
-                    self._buffer = b""
-                if not self._next_segment():
-                    break
-                continue
-            break
+            # the end of this segment, for now: the next one once there is one (or the writer is gone)
+            if not (final or self._later()):
+                break
+            if self._buffer:
+                self.bad.add(path.name, self._buffer)
+                self._buffer = b""
+            if not self._next_segment():
+                break
         return out
 
     def _take(self, data: bytes, out: list[dict[str, Any]], where: str) -> None:
@@ -446,11 +430,12 @@ class SegmentReader:
             if obj is not None:
                 out.append(obj)
 
-    def _newer_segment_exists(self) -> bool:
-        return any(index > self.index for index, _ in segments(self.folder))
+    def _later(self) -> list[int]:
+        """The numbers of the segments after the current one."""
+        return [index for index, _ in segments(self.folder) if index > self.index]
 
     def _next_segment(self) -> bool:
-        later = [index for index, _ in segments(self.folder) if index > self.index]
+        later = self._later()
         if not later:
             return False
         self.close()
@@ -594,17 +579,22 @@ def append_end(folder: Path, n: int, status: str) -> None:
     path = found[-1][1] if found else folder / segment_name(0)
 
     line = dumps(End(n, status, time.time(), by="follower").encode())
-    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
+    fd = _open_append(path)
     try:
         size = os.fstat(fd).st_size
-        lead = b""
-        if size:
-            os.lseek(fd, size - 1, os.SEEK_SET)
-            if os.read(fd, 1) != b"\n":
-                lead = b"\n"
+        lead = b"\n" if size and os.pread(fd, 1, size - 1) != b"\n" else b""  # after a cut line
         os.write(fd, lead + line.encode() + b"\n")
     finally:
         os.close(fd)
+
+
+def _first_number(lines: Iterable[bytes]) -> int | None:
+    """The number of the first whole record among ``lines``."""
+    for line in lines:
+        obj, _ = _records_in(line)
+        if obj is not None:
+            return int(obj["n"])
+    return None
 
 
 def first_record(path: Path) -> int | None:
@@ -614,11 +604,7 @@ def first_record(path: Path) -> int | None:
             head = fh.read(READ_CHUNK)
     except OSError:
         return None
-    for line in head.split(b"\n")[:-1]:
-        obj, _ = _records_in(line)
-        if obj is not None:
-            return int(obj["n"])
-    return None
+    return _first_number(head.split(b"\n")[:-1])
 
 
 def last_record(folder: Path) -> int:
@@ -626,14 +612,11 @@ def last_record(folder: Path) -> int:
     for _, path in reversed(segments(folder)):
         try:
             with open(path, "rb") as fh:
-                fh.seek(0, os.SEEK_END)
-                size = fh.tell()
-                fh.seek(max(0, size - READ_CHUNK))
+                fh.seek(max(0, fh.seek(0, os.SEEK_END) - READ_CHUNK))
                 tail = fh.read()
         except OSError:
             continue
-        for line in reversed(tail.split(b"\n")[:-1]):
-            obj, _ = _records_in(line)
-            if obj is not None:
-                return int(obj["n"])
+        n = _first_number(reversed(tail.split(b"\n")[:-1]))
+        if n is not None:
+            return n
     return -1

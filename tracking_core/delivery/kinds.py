@@ -140,10 +140,8 @@ def _zero(_: Any) -> int:
     return 0
 
 
-_METRIC_FIELDS = ("key", "value", "step", "timestamp", "seq", "role", "prefix", "step_key")
-if tuple(f.name for f in dataclasses.fields(MetricRecord)) != _METRIC_FIELDS:  # pragma: no cover
-    raise ImportError("MetricRecord's fields changed: update tracking_core.delivery.kinds.new_metric")
-_METRIC_SETTERS: tuple[Callable[[Any, Any], None], ...] = tuple(getattr(MetricRecord, f).__set__ for f in _METRIC_FIELDS)
+#: The slot setters of MetricRecord's fields, in their order (new_metric's parameters).
+_METRIC_SETTERS: tuple[Callable[[Any, Any], None], ...] = tuple(getattr(MetricRecord, f.name).__set__ for f in dataclasses.fields(MetricRecord))
 
 
 def new_metric(
@@ -198,24 +196,10 @@ def _table_record(e: Table, prefix: str, role: str | None) -> list[TableRecord]:
 def _histogram_record(e: Histogram, prefix: str, role: str | None) -> list[HistogramRecord]:
     return [
         HistogramRecord(
-            key=e.key,
-            counts=tuple(e.counts),
-            edges=tuple(e.edges),
-            count=e.value_count,
-            min=e.min,
-            max=e.max,
-            sum=e.sum,
-            sum_squares=e.sum_squares,
-            percentiles=dict(e.percentiles),
-            step=e.step,
-            timestamp=e.timestamp,
-            seq=e.n * ROW_SPAN,
-            role=role,
-            prefix=prefix,
-            step_key=e.step_key,
-            non_finite=e.non_finite,
+            e.key, tuple(e.counts), tuple(e.edges), e.value_count, e.min, e.max, e.sum, e.sum_squares, dict(e.percentiles),
+            e.step, e.timestamp, e.n * ROW_SPAN, role, prefix, e.step_key, e.non_finite,
         )
-    ]
+    ]  # fmt: skip
 
 
 def _text_record(e: Text, prefix: str, role: str | None) -> list[TextRecord]:
@@ -223,21 +207,8 @@ def _text_record(e: Text, prefix: str, role: str | None) -> list[TextRecord]:
 
 
 def _artifact_record(e: Artifact, prefix: str, role: str | None) -> list[ArtifactRecord]:
-    record = ArtifactRecord(
-        key=e.key,
-        kind=e.artifact_kind,
-        path=e.path,
-        source=e.source,
-        is_dir=e.is_dir,
-        size=e.size,
-        files=e.files,
-        timestamp=e.timestamp,
-        seq=e.n * ROW_SPAN,
-        role=role,
-        prefix=prefix,
-        snapshot=e.snapshot,
-    )
-    return [record]
+    seq = e.n * ROW_SPAN
+    return [ArtifactRecord(e.key, e.artifact_kind, e.path, e.source, e.is_dir, e.size, e.files, e.timestamp, seq, role, prefix, e.snapshot)]
 
 
 def _as(keyword: str) -> Callable[[list[Any]], dict[str, Any]]:
@@ -310,7 +281,7 @@ TEXT = Kind(
     records=_text_record,
     arguments=_as("text"),
     values=_one,
-    convert=lambda text, redact: (text_entry(text, redact),),
+    convert=lambda text, redact: (cell(text if isinstance(text, str) else str(text), _redactor(redact)),),
     optional=True,
 )
 ARTIFACT = Kind(
@@ -374,10 +345,9 @@ def count(batch: Iterable[Entry]) -> int:
 
 def key_of(entry: Entry) -> str:
     """The key an entry's records are reported under when no record can be made of it."""
-    key = getattr(entry, "key", None)
-    if key is None and isinstance(entry, (Unknown, Damaged)):
-        key = entry.line.get("k")
-    return str(key)
+    if isinstance(entry, (Unknown, Damaged)):
+        return str(entry.line.get("k"))
+    return str(getattr(entry, "key", None))
 
 
 # -- the training thread ---------------------------------------------------------------------------
@@ -428,9 +398,7 @@ def cell(value: Any, redactor: Any) -> Cell:
     """A table cell as plain JSON: str (redacted), int, finite float, bool or None; numpy and
     torch scalars by value; a non-finite float as its ``repr`` (``"nan"``); anything else as
     its ``str``."""
-    if value is None or isinstance(value, bool):
-        return value
-    if isinstance(value, int):
+    if value is None or isinstance(value, int):  # bool is an int
         return value
     if isinstance(value, float):
         return value if math.isfinite(value) else repr(value)
@@ -453,33 +421,18 @@ def table_entry(rows: Any, redact: bool) -> tuple[list[str], list[list[Cell]]]:
     every record's name, whatever ``redact`` says of the cells) and rows of plain cells."""
     if _is_dataframe(rows):
         columns = [str(c) for c in rows.columns]
-        dicts: Iterable[Mapping[Any, Any]] = (
-            dict(zip(columns, r, strict=False)) for r in rows.itertuples(index=False, name=None)
-        )
+        rows = [dict(zip(columns, r, strict=False)) for r in rows.itertuples(index=False, name=None)]
     else:
-        dicts = rows
-        columns = []
-        seen: set[str] = set()
         for i, row in enumerate(rows):
             if not isinstance(row, Mapping):
                 raise TypeError(f"row {i} is a {type(row).__name__}, not a mapping of column to cell")
-            for key in row:
-                name = str(key)
-                if name not in seen:
-                    seen.add(name)
-                    columns.append(name)
+        columns = list(dict.fromkeys(str(key) for row in rows for key in row))
     redactor = _redactor(redact)
     out = []
-    for row in dicts:
+    for row in rows:
         by_name = {str(k): v for k, v in row.items()}
         out.append([cell(by_name.get(c), redactor) for c in columns])
     return [NAMES[c] for c in columns], out
-
-
-def text_entry(text: Any, redact: bool) -> str:
-    value = text if isinstance(text, str) else str(text)
-    redactor = _redactor(redact)
-    return redactor.redact_text(value) if redactor is not None else value
 
 
 def _numbers(values: Any) -> list[float]:
@@ -490,10 +443,7 @@ def _numbers(values: Any) -> list[float]:
     try:
         import numpy as np
     except ImportError:  # pragma: no cover - numpy comes with every tracker we ship
-        flat: list[float] = []
-        for v in values:
-            flat.append(float(v))
-        return flat
+        return [float(v) for v in values]
     return np.asarray(values, dtype=float).ravel().tolist()
 
 
@@ -507,23 +457,21 @@ def histogram_entry(values: Any, bins: int) -> tuple[Any, ...]:
         raise ValueError(f"no finite values (of {len(numbers)})")
     bins = max(1, min(int(bins), MAX_BINS))
     lo, hi = min(finite), max(finite)
+    span = (lo, hi) if hi > lo else (lo - 0.5, hi + 0.5)
     try:
         import numpy as np
 
         arr = np.asarray(finite)
-        counts_arr, edges_arr = np.histogram(arr, bins=bins, range=(lo, hi) if hi > lo else (lo - 0.5, hi + 0.5))
-        counts = [int(c) for c in counts_arr]
-        edges = [float(e) for e in edges_arr]
-        pct = {f"p{p}": float(v) for p, v in zip(PERCENTILES, np.percentile(arr, PERCENTILES), strict=True)}
+        counts_arr, edges_arr = np.histogram(arr, bins=bins, range=span)
+        counts, edges = counts_arr.tolist(), edges_arr.tolist()
+        pct = {f"p{p}": v for p, v in zip(PERCENTILES, np.percentile(arr, PERCENTILES).tolist(), strict=True)}
         total, squares = float(arr.sum()), float((arr * arr).sum())
     except ImportError:  # pragma: no cover
-        counts, edges, pct, total, squares = _plain_histogram(finite, bins, lo, hi)
+        counts, edges, pct, total, squares = _plain_histogram(finite, bins, *span)
     return counts, edges, len(finite), lo, hi, total, squares, pct, non_finite
 
 
 def _plain_histogram(finite: list[float], bins: int, lo: float, hi: float) -> tuple[list[int], list[float], dict[str, float], float, float]:
-    if hi == lo:
-        lo, hi = lo - 0.5, hi + 0.5
     width = (hi - lo) / bins
     edges = [lo + i * width for i in range(bins)] + [hi]
     counts = [0] * bins
@@ -546,14 +494,12 @@ def as_text(record: RichRecord) -> TextRecord:
         return record
     if isinstance(record, TableRecord):
         text = markdown_table(record.columns, record.rows)
-        step, step_key = record.step, record.step_key
     elif isinstance(record, ArtifactRecord):
         text = artifact_note(record)
-        step, step_key = None, None
     else:
         summary = ", ".join(f"{k} {v:.6g}" for k, v in record.summary().items())
         text = f"histogram of {record.count} values: {summary}"
-        step, step_key = record.step, record.step_key
+    step, step_key = getattr(record, "step", None), getattr(record, "step_key", None)  # an artifact has none
     return TextRecord(record.key, text, step, record.timestamp, record.seq, record.role, record.prefix, step_key)
 
 
@@ -564,10 +510,11 @@ def markdown_table(columns: Iterable[str], rows: Iterable[Iterable[Cell]]) -> st
         text = "" if value is None else str(value)
         return text.replace("\\", "\\\\").replace("|", "\\|").replace("\r", "").replace("\n", "<br>")
 
+    def line(cells: Iterable[Cell]) -> str:
+        return "| " + " | ".join(map(esc, cells)) + " |"
+
     cols = list(columns)
-    lines = ["| " + " | ".join(esc(c) for c in cols) + " |", "|" + "---|" * len(cols)]
-    lines += ["| " + " | ".join(esc(c) for c in row) + " |" for row in rows]
-    return "\n".join(lines)
+    return "\n".join([line(cols), "|" + "---|" * len(cols), *map(line, rows)])
 
 
 def artifact_note(record: ArtifactRecord) -> str:

@@ -74,11 +74,14 @@ class Refusals:
 
     def _isolate_records(self, batch: list[Entry], records: list[Any]) -> str:
         w = self.worker
+
+        def send(record: Any) -> tuple[bool, Any]:
+            return w.attempt("log_metrics", records=[record], run=w.context)
+
         failed = []
         delivered = 0
         for record in records:
-            ok, _ = w.attempt("log_metrics", records=[record], run=w.context)
-            if ok:
+            if send(record)[0]:
                 delivered += 1
             else:
                 failed.append(record)
@@ -88,13 +91,11 @@ class Refusals:
             return "down"
         rejected = 0
         for record in failed:
-            ok, exc = w.attempt("log_metrics", records=[record], run=w.context)
-            if ok:
-                delivered += 1
-            else:
+            ok, exc = send(record)
+            if not ok:
                 rejected += 1
                 self.rejected(record.name, exc)
-        w.done(batch, delivered=delivered, rejected=rejected)
+        w.done(batch, delivered=len(records) - rejected, rejected=rejected)  # the others went through
         return "resolved"
 
     def _set_aside(self, batch: list[Entry]) -> None:
@@ -113,14 +114,11 @@ class Refusals:
                 exc,
             )
             w.done(batch, owed=True)
-        elif kind.batched:
-            records = w.records(batch)
-            for record in records:
-                self.rejected(record.name, exc)
-            w.done(batch, rejected=len(records))
         else:
-            self.rejected(w.prefix + kinds.key_of(batch[0]), exc)
-            w.done(batch, rejected=1)
+            names = [r.name for r in w.records(batch)] if kind.batched else [w.prefix + kinds.key_of(batch[0])]
+            for name in names:
+                self.rejected(name, exc)
+            w.done(batch, rejected=len(names))
 
     def fall_back(self, kind: kinds.Kind, record: Any) -> tuple[bool, Any]:
         """A record of a kind whose hook the backend lacks: through the kind's first fallback

@@ -272,22 +272,21 @@ def _place(fd: int | None, source: str, target: Path, closed: threading.Event) -
     """A hard link to the held file at ``target`` when its name still leads to it (checked
     after linking: the name may have been replaced meanwhile), else a copy of its bytes from
     the held descriptor (from ``source`` for a file that was not held)."""
-    if fd is None:
-        try:
-            os.link(source, target)
-        except OSError:
-            shutil.copyfile(source, target)
-        return
-    held = os.fstat(fd)
+    held = None if fd is None else os.fstat(fd)
     try:
         os.link(source, target)
     except OSError:
         pass
     else:
+        if held is None:
+            return
         linked = os.stat(target)
         if (linked.st_ino, linked.st_dev) == (held.st_ino, held.st_dev):
             return
         os.unlink(target)  # the name leads to another file now: copy the one that was logged
+    if fd is None:
+        shutil.copyfile(source, target)
+        return
     partial = target.with_name(target.name + ".partial")
     with open(partial, "wb") as out:
         offset = 0
