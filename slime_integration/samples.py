@@ -135,7 +135,7 @@ def spread(count: int, n: int) -> list[int]:
 def sample_rows(samples: Sequence[Any], n: int, args: Any, limit: int = 0) -> list[dict[str, Any]]:
     """Up to ``n`` samples as table rows (see :data:`COLUMNS`), text cells cut to ``limit``
     characters (0: whole)."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     for i in spread(len(samples), n):
         s = samples[i]
         prompt = getattr(s, "prompt", "")

@@ -20,7 +20,7 @@ from tracking_console.backend import WRITE_BOUND, ConsoleBackend
 from tracking_console.view import Board, fmt_value, run_started
 
 import tracking_core
-from tests.helpers.subprocess_python import python_env
+from tests.helpers.subprocess_python import JOBS, python_env
 from tracking_core import MetricRecord, RunContext, RunStatus
 
 
@@ -138,29 +138,7 @@ def test_views_a_closed_stderr_did_not_take_are_counted_and_said(
     assert len(said) == 1 and said[0].startswith("console: 2 view(s) of run job-1 not shown"), said
 
 
-CHILD = """
-import json, logging, os, sys, time, warnings
-# Nothing else of this process may write to its (full) stderr: the console alone is under test.
-logging.getLogger().addHandler(logging.NullHandler())
-warnings.simplefilter("ignore")
-import tracking_core
-run = tracking_core.start_run({"lr": 1.0}, backends=["console"], tracking_dir=sys.argv[1],
-                              options={"console_interval": 0.1}, delivery=sys.argv[2])
-actor = tracking_core.attach(run.handle, role="actor", writer=True, collect=False, config={"lr": 2.0},
-                             delivery=sys.argv[2])
-worst = 0.0
-for step in range(200):
-    t0 = time.perf_counter()
-    actor.log_metrics({"train/loss": 1.0 / (step + 1)}, step=step, step_key="train/step")
-    worst = max(worst, time.perf_counter() - t0)
-    time.sleep(0.005)
-t0 = time.monotonic()
-a = actor.finish(timeout=10)
-p = run.finish(timeout=10)
-print(json.dumps({"worst": worst, "finish": time.monotonic() - t0, "drained": [a.drained, p.drained],
-                  "failures": [a.backends["console"]["failures"], p.backends["console"]["failures"]]}),
-      file=open(sys.argv[3], "w"))
-"""
+CHILD = JOBS / "console.py"
 
 
 @pytest.mark.slow
@@ -170,7 +148,7 @@ def test_a_job_whose_stderr_nobody_reads(tmp_path: Path, delivery: str) -> None:
     out = tmp_path / "out.json"
     try:
         proc = subprocess.Popen(
-            [sys.executable, "-c", CHILD, str(tmp_path / "td"), delivery, str(out)],
+            [sys.executable, str(CHILD), str(tmp_path / "td"), delivery, str(out)],
             stdout=subprocess.DEVNULL, stderr=w, env=python_env(), cwd=tmp_path,
         )
         code = proc.wait(timeout=60)

@@ -9,7 +9,7 @@ import os
 import subprocess
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,7 @@ from tracking_mlflow.keys import mlflow_key, mlflow_params
 
 import tracking_core
 from tests.helpers.mlflow_server import MlflowServer, free_port, mlflow_server  # noqa: F401
-from tests.helpers.subprocess_python import finish_python, start_python
+from tests.helpers.subprocess_python import JOBS, finish_python, hiding, start_python
 from tracking_core import MetricRecord, RunContext
 from tracking_core.config import build_section
 
@@ -32,9 +32,11 @@ DROP = ("TRACKING_CORE_RUN", "TRACKING_CORE_BACKENDS", "MLFLOW_TRACKING_URI",
         "MLFLOW_EXPERIMENT_NAME", "PYTEST_CURRENT_TEST")
 
 
-def _python(code: str, env: Mapping[str, str] | None = None) -> subprocess.Popen[str]:
-    """Start ``code`` in a fresh interpreter, from the repository (also first on the path)."""
-    return start_python(code, env=env, drop=DROP, site=REPO, cwd=REPO)
+def _python(
+    code: str | Path, env: Mapping[str, str] | None = None, args: Sequence[str] = ()
+) -> subprocess.Popen[str]:
+    """Start ``code`` (a job file) in a fresh interpreter, from the repository (also on the path)."""
+    return start_python(code, args=args, env=env, drop=DROP, site=REPO, cwd=REPO)
 
 
 def _client(entry: Mapping[str, Any]) -> Any:
@@ -75,62 +77,13 @@ def _check_config(
 
 # -- cheap checks, no MLflow call --------------------------------------------------------------
 def test_importing_the_plugin_does_not_import_mlflow() -> None:
-    code = """
-        import argparse, sys
-        import tracking_core, tracking_mlflow
-        from tracking_core.options import add_tracking_options
-        manager = tracking_core.get_plugin_manager()
-        assert "mlflow" in manager.backends, manager.backends
-        parser = argparse.ArgumentParser()
-        parser.add_argument("--mlflow-experiment", dest="exp", default="host's")
-        host = add_tracking_options(parser)
-        ns = parser.parse_args(["--mlflow-tracking-uri", "http://x:1", "--mlflow-tags", "a=b"])
-        assert ns.mlflow_tracking_uri == "http://x:1" and ns.mlflow_tags == "a=b", ns
-        assert "--mlflow-experiment" in host.reused and ns.exp == "host's", host.reused
-        assert "mlflow" not in sys.modules, "importing the plugin imported mlflow"
-        print("ok")
-    """
-    assert finish_python(_python(code)).stdout.strip() == "ok"
-
-
-BLOCK_MLFLOW = '''
-import sys
-
-
-class _NoMlflow:
-    """As if mlflow were not installed: the import system cannot find it."""
-
-    def find_spec(self, name, path=None, target=None):
-        if name == "mlflow" or name.startswith("mlflow."):
-            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
-        return None
-
-
-sys.meta_path.insert(0, _NoMlflow())
-'''
+    assert finish_python(_python(JOBS / "mlflow_plugin_import.py")).stdout.strip() == "ok"
 
 
 def test_selecting_mlflow_without_mlflow_names_the_extra(tmp_path: Path) -> None:
-    site = tmp_path / "site"
-    site.mkdir()
-    (site / "sitecustomize.py").write_text(BLOCK_MLFLOW)
-    code = f"""
-        import tracking_core
-        try:
-            import mlflow
-        except ImportError:
-            pass
-        else:
-            raise SystemExit("mlflow is still importable")
-        try:
-            tracking_core.start_run(backends=["mlflow"], tracking_dir={str(tmp_path)!r})
-        except tracking_core.BackendUnavailable as exc:
-            print(exc)
-        else:
-            raise SystemExit("selecting mlflow did not fail")
-    """
+    site = hiding(tmp_path / "site", "mlflow")
     env = {"PYTHONPATH": os.pathsep.join([str(site), str(REPO)])}
-    out = finish_python(_python(code, env)).stdout
+    out = finish_python(_python(JOBS / "mlflow_unavailable.py", env, [str(tmp_path)])).stdout
     assert "'mlflow'" in out and 'pip install "tracking-core[mlflow]"' in out, out
 
 
@@ -408,22 +361,7 @@ def test_retried_batch_and_reopened_run_are_stored_once(
 
 
 # -- the embedded SQLite store, several writing processes -----------------------------------------
-ROLE_WORKER = """
-    import time, tracking_core
-    run = tracking_core.attach(
-        role=__ROLE__, writer=True, collect=False, flush_interval=0.05,
-        config={"lr": __LR__, "role_name": __ROLE__, "seed": 1234},
-    )
-    for step in range(__STEPS__):
-        run.log_metrics({"loss": 1.0 / (step + 1), "kl": step * 0.5, "passrate/pass@1": 0.25},
-                        step=step, step_key="train/step")
-        if step % 20 == 0:
-            time.sleep(0.01)
-    summary = run.finish(90)
-    assert summary.drained, summary.describe()
-    assert not any(b["failures"] for b in summary.backends.values()), summary.describe()
-    print(summary.describe())
-"""
+ROLE_WORKER = JOBS / "mlflow_role_worker.py"
 
 
 @pytest.mark.slow
@@ -439,12 +377,7 @@ def test_embedded_store_with_concurrent_writers(tmp_path: Path) -> None:
     roles = {"actor": 1e-6, "critic": 1e-5, "rollout": 0.0}
     env = {"TRACKING_CORE_RUN": run.handle.to_json()}
     procs = {
-        role: _python(
-            ROLE_WORKER.replace("__ROLE__", repr(role))
-            .replace("__LR__", repr(lr))
-            .replace("__STEPS__", str(steps)),
-            env,
-        )
+        role: _python(ROLE_WORKER, env, [role, repr(lr), str(steps)])
         for role, lr in roles.items()
     }
     for step in range(steps):  # the primary writes at the same time
@@ -477,16 +410,7 @@ def test_embedded_store_with_concurrent_writers(tmp_path: Path) -> None:
     assert not [k for k in client.get_run(run_id).data.metrics if k.endswith("/step")]
 
 
-PRIMARY = """
-    import json, tracking_core
-    run = tracking_core.start_run(
-        {"job": __JOB__}, backends=["mlflow"], tracking_dir=__DIR__, name=__JOB__
-    )
-    run.log_metrics({"x": 1.0}, step=0)
-    summary = run.finish(60)
-    assert summary.drained and not summary.backends["mlflow"]["failures"], summary.describe()
-    print(json.dumps(run.handle.backends["mlflow"]))
-"""
+PRIMARY = JOBS / "mlflow_primary.py"
 
 
 @pytest.mark.slow
@@ -494,9 +418,7 @@ def test_jobs_creating_one_embedded_store_at_once(tmp_path: Path) -> None:
     """Without the init lock, processes that create a fresh SQLite store at the same moment all
     run MLflow's migrations and leave a database that nobody can open."""
     procs = [
-        _python(
-            PRIMARY.replace("__JOB__", repr(f"job{i}")).replace("__DIR__", repr(str(tmp_path)))
-        )
+        _python(PRIMARY, args=[f"job{i}", str(tmp_path)])
         for i in range(3)
     ]
     outputs = [finish_python(p, timeout=180).stdout for p in procs]

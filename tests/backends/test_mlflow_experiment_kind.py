@@ -8,17 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.subprocess_python import run_python
+from tests.helpers.subprocess_python import JOBS, run_python
 
 KIND_TAG = "mlflow.experimentKind"
 
-JOB = """
-import tracking_core
-run = tracking_core.start_run({"lr": 0.1}, backends=["mlflow"], tracking_dir=".", name="kind")
-run.log_metrics({"loss": 1.0}, step=0)
-summary = run.finish(120)
-assert summary.status.value == "FINISHED", summary.describe()
-"""
+JOB = JOBS / "mlflow_experiment_kind.py"
 
 
 @pytest.mark.slow

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 import tracking_core
-from tests.helpers.subprocess_python import run_python
+from tests.helpers.subprocess_python import JOBS, run_python
 from tracking_core import RunContext
 
 pytest.importorskip("swanlab")
@@ -182,22 +182,8 @@ def test_options_modes_and_targets(
 
 def test_plugins_list_options_and_targets_import_no_tracker(tmp_path: Path) -> None:
     out = run_python(
-        f"""
-        import argparse, json, sys
-        from pathlib import Path
-        import tracking_core
-        from tracking_core import RunContext
-        from tracking_core.plugins import get_plugin_manager
-        specs = get_plugin_manager().backends
-        added = tracking_core.add_tracking_options(argparse.ArgumentParser()).added
-        targets = {{}}
-        for name in ("swanlab", "trackio", "console"):
-            ctx = RunContext(backend=name, run_id="job-1", name="ppo", primary=True,
-                             tracking_dir=Path({str(tmp_path / "td")!r}), options={{"swanlab_api_key": {CLI_KEY!r}, "swanlab_project": "tc"}})
-            targets[name] = specs[name].resolve_target()(ctx)
-        print(json.dumps({{"listed": sorted(specs), "added": added, "targets": targets,
-                          "heavy": sorted(m for m in sys.modules if m.split(".")[0] in ("swanlab", "trackio"))}}))
-        """,
+        JOBS / "swanlab_plugins.py",
+        args=[tmp_path / "td", CLI_KEY],
         env={"SWANLAB_API_KEY": API_KEY, "SWANLAB_ROOT": str(tmp_path / "no-login")},
         drop=S_VARS,
     ).stdout
@@ -220,36 +206,9 @@ def test_plugins_list_options_and_targets_import_no_tracker(tmp_path: Path) -> N
 
 
 # -- one job, three processes -------------------------------------------------------------------
-DRIVER = """
-import json, os, subprocess, sys
-import tracking_core
+DRIVER = JOBS / "swanlab_driver.py"
 
-cfg = json.loads(os.environ["TEST_CONFIGS"])
-run = tracking_core.start_run(cfg["launch"], backends=["swanlab"], tracking_dir=os.environ["TEST_TDIR"],
-                              options={"swanlab_project": "tc-test", "swanlab_mode": "offline",
-                                       "swanlab_api_key": os.environ["CLI_KEY"]})
-children = [subprocess.Popen([sys.executable, "-c", os.environ["TEST_CHILD"], role]) for role in ("actor", "critic")]
-for step in range(int(os.environ["TEST_STEPS"])):
-    run.log_metrics({"perf/step_time": 2.0 + step}, step=step, step_key="perf/step")
-codes = [c.wait(timeout=120) for c in children]
-summary = run.finish()
-print(json.dumps({"run_id": run.run_id, "codes": codes, "entry": run.handle.backends["swanlab"],
-                  "failures": summary.backends["swanlab"]["failures"]}))
-"""
-
-CHILD = """
-import json, os, sys
-import tracking_core
-
-role = sys.argv[1]
-cfg = json.loads(os.environ["TEST_CONFIGS"])
-run = tracking_core.attach(role=role, writer=True, collect=False, config=cfg[role])
-for step in range(int(os.environ["TEST_STEPS"])):
-    run.log_metrics({"train/loss": (1.0 if role == "actor" else 0.5) / (step + 1), "train/kl": 0.01 * step},
-                    step=step, step_key="train/step")
-summary = run.finish()
-assert not summary.backends["swanlab"]["failures"], summary
-"""
+CHILD = JOBS / "swanlab_child.py"
 
 
 @pytest.mark.slow
@@ -259,14 +218,14 @@ def test_driver_and_two_role_writers_one_experiment(swan_env: None, tmp_path: Pa
     env.update(
         TEST_CONFIGS=json.dumps({"launch": LAUNCH, "actor": ACTOR, "critic": CRITIC}),
         TEST_TDIR=str(tmp_path / "tracking"),
-        TEST_CHILD=CHILD,
+        TEST_CHILD=str(CHILD),
         TEST_STEPS=str(STEPS),
         CLI_KEY=CLI_KEY,
         SWANLAB_API_KEY=API_KEY,  # a credential in the environment: used to log in, never logged
         SWANLAB_ROOT=str(tmp_path / "swanlab-root"),
     )
     proc = subprocess.run(
-        [sys.executable, "-c", DRIVER, "--swanlab-api-key", CLI_KEY, "--lr", "3e-6"],
+        [sys.executable, str(DRIVER), "--swanlab-api-key", CLI_KEY, "--lr", "3e-6"],
         capture_output=True, text=True, env=env, timeout=240, cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stderr[-6000:]

@@ -21,7 +21,7 @@ import pytest
 
 import tracking_core
 from tests.helpers.mlflow_server import MlflowServer, mlflow_server  # noqa: F401
-from tests.helpers.subprocess_python import run_python
+from tests.helpers.subprocess_python import JOBS, run_python
 from tests.helpers.wandb_offline import W_VARS, offline_env
 from tracking_core import MetricRecord, RunContext, RunStatus
 from tracking_core.registry import Backend, BackendRegistrar
@@ -79,27 +79,6 @@ SECRETS = (USER_SECRET, TOKEN, API_KEY, SLIME_KEY, "alice:", "bob:")
 
 
 def test_targets_import_no_tracker_and_carry_no_credential(tmp_path: Path) -> None:
-    code = f"""
-        import json, sys
-        from pathlib import Path
-        import tracking_core
-        from tracking_core import RunContext
-
-        specs = tracking_core.get_plugin_manager().backends
-        out = {{}}
-        for name in {list(BUILT_IN)!r}:
-            ctx = RunContext(
-                backend=name, run_id="job-1", name="ppo", primary=True,
-                tracking_dir=Path({str(tmp_path / "td")!r}),
-                options={{"wandb_key": {SLIME_KEY!r}, "wandb_group": "g"}},
-            )
-            out[name] = specs[name].resolve_target()(ctx)
-        heavy = sorted(
-            m for m in sys.modules
-            if m.split(".")[0] in ("mlflow", "wandb", "tensorboardX", "tensorboard", "torch")
-        )
-        print(json.dumps({{"targets": out, "heavy": heavy}}))
-    """
     env = {
         "MLFLOW_TRACKING_URI": f"https://alice:{USER_SECRET}@mlflow.example:8443/base",
         "MLFLOW_TRACKING_USERNAME": "alice",
@@ -109,7 +88,9 @@ def test_targets_import_no_tracker_and_carry_no_credential(tmp_path: Path) -> No
         "WANDB_BASE_URL": f"https://bob:{USER_SECRET}@wandb.example",
         "WANDB_PROJECT": "tc",
     }
-    result = run_python(code, env=env, drop=DROP)
+    result = run_python(
+        JOBS / "targets.py", args=[tmp_path / "td", SLIME_KEY, *BUILT_IN], env=env, drop=DROP
+    )
     text = result.stdout.strip().splitlines()[-1]
     for secret in SECRETS:
         assert secret not in text, f"{secret!r} in a target: {text}"

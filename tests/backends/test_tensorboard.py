@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,7 @@ import pytest
 from tracking_tensorboardx.hparams import session_hparams, tensorboard_hparams
 
 import tracking_core
-from tests.helpers.subprocess_python import run_python
+from tests.helpers.subprocess_python import JOBS, hiding, run_python
 from tests.helpers.tb_events import hparams_dashboard, read_logdir, read_run
 from tracking_core.config import build_section, config_text
 
@@ -39,24 +38,7 @@ LAUNCH = {
 ACTOR = {"lr": 1e-6, "micro_batch_size": 2, "role_kind": "policy"}
 CRITIC = {"lr": 5e-6, "micro_batch_size": 4, "num_critic_only_steps": 1}
 
-CRITIC_SCRIPT = """
-import json, os, sys
-import tracking_core
-from tracking_core.config import config_text
-from tracking_tensorboardx.hparams import session_hparams
-
-critic = tracking_core.attach(role="critic", writer=True, collect=False)
-section = critic.log_config(json.loads(os.environ["CRITIC_CONFIG"]))
-for step in range(7):
-    critic.log_metrics({"train/critic-value_loss": 1.0 / (step + 3)}, step=step,
-                       step_key="train/step")
-summary = critic.finish()
-print(json.dumps({
-    "hparams": session_hparams(section)[0],
-    "text": config_text(section),
-    "delivered": summary.backends["tensorboard"]["delivered"],
-}))
-"""
+CRITIC_SCRIPT = JOBS / "tensorboard_critic.py"
 
 
 def f32(values: list[float]) -> list[float]:
@@ -421,47 +403,12 @@ def test_log_dir_option_env_and_host_reuse(tmp_path: Path, monkeypatch: pytest.M
 
 
 def test_plugin_import_is_cheap(tmp_path: Path) -> None:
-    code = """
-    import sys
-    import tracking_tensorboardx
-    import tracking_core
-    specs = tracking_core.get_plugin_manager().backends
-    assert specs["tensorboard"].extra == "tensorboard", specs
-    heavy = [m for m in ("tensorboardX", "torch", "tensorboard") if m in sys.modules]
-    assert not heavy, heavy
-    print("ok")
-    """
-    result = run_python(code, drop=DROP)
+    result = run_python(JOBS / "tensorboard_plugin_import.py", drop=DROP)
     assert result.stdout.strip() == "ok"
 
 
 def test_missing_tensorboardx_names_the_extra(tmp_path: Path) -> None:
-    site = tmp_path / "site"
-    site.mkdir()
-    (site / "sitecustomize.py").write_text(
-        textwrap.dedent(
-            """
-            import sys
-
-            class HideTensorboardX:
-                def find_spec(self, name, path=None, target=None):
-                    if name == "tensorboardX" or name.startswith("tensorboardX."):
-                        raise ModuleNotFoundError(f"No module named {name!r}", name=name)
-                    return None
-
-            sys.meta_path.insert(0, HideTensorboardX())
-            """
-        )
-    )
-    code = f"""
-    import tracking_core
-    try:
-        tracking_core.start_run(backends=["tensorboard"], tracking_dir={str(tmp_path)!r})
-    except tracking_core.BackendUnavailable as exc:
-        print(exc)
-    else:
-        raise SystemExit("selecting tensorboard without tensorboardX did not fail")
-    """
-    result = run_python(code, site=site, drop=DROP)
+    site = hiding(tmp_path / "site", "tensorboardX")
+    result = run_python(JOBS / "tensorboard_unavailable.py", args=[tmp_path], site=site, drop=DROP)
     assert 'pip install "tracking-core[tensorboard]"' in result.stdout
     assert "tensorboardX" in result.stdout

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers.subprocess_python import run_python
+from tests.helpers.subprocess_python import JOBS, run_python
 from tracking_core import RunContext
 
 if importlib.util.find_spec("trackio") is None:  # not imported here: it would fix its directory
@@ -44,22 +44,7 @@ LAUNCH = {"lr": 3e-6, "seed": 7, "use_kl_loss": True, "save": None, "hub_note": 
 ACTOR = {"lr": 1e-6, "micro_batch_size": 2}
 CRITIC = {"lr": 1e-5, "micro_batch_size": 4, "num_critic_only_steps": 1}
 
-READER = """
-import json, os, sys
-from trackio.sqlite_storage import SQLiteStorage as S
-project = sys.argv[1]
-runs = S.get_runs(project)
-out = {"projects": S.get_projects(), "runs": runs, "logs": {}, "configs": {}, "alerts": {}}
-for record in S.get_run_records(project):
-    out["logs"][record["name"]] = [
-        {k: v for k, v in row.items() if k != "timestamp"} for row in S.get_logs(project, run_id=record["id"])
-    ]
-    out["configs"][record["name"]] = S.get_run_config(project, run_id=record["id"])
-    out["alerts"][record["name"]] = [
-        {k: a[k] for k in ("title", "level")} for a in S.get_alerts(project, run_id=record["id"])
-    ]
-print(json.dumps(out, default=str))
-"""
+READER = JOBS / "trackio_reader.py"
 
 
 def read_store(directory: Path, project: str) -> dict[str, Any]:
@@ -104,78 +89,30 @@ def test_target_from_options_and_trackio_variables(tmp_path: Path, monkeypatch: 
 
 def test_a_role_attaches_only_once_the_primary_opened(tmp_path: Path) -> None:
     out = run_python(
-        f"""
-        import json
-        from pathlib import Path
-        from tracking_core import RunContext, RunNotOpenYet, RunStatus
-        from tracking_trackio.backend import TrackioBackend
-        from tracking_trackio.options import target
-
-        td = Path({str(tmp_path)!r})
-        primary = RunContext(backend="trackio", run_id="job-9", name="ppo", primary=True, tracking_dir=td)
-        actor = RunContext(backend="trackio", run_id="job-9", name="ppo", primary=False, role="actor",
-                           label="actor-r0-p1", tracking_dir=td)
-        where = target(primary)
-        try:
-            TrackioBackend(actor).attach_run(run=actor, attach=where)
-        except RunNotOpenYet as exc:
-            first = "not open: " + str(exc)
-        else:
-            first = "attached"
-        p = TrackioBackend(primary)
-        p.open_run(run=primary, target=where)
-        a = TrackioBackend(actor)
-        a.attach_run(run=actor, attach=where)
-        print(json.dumps({{"first": first}}))
-        """,
+        JOBS / "trackio_attach_order.py",
+        args=[tmp_path],
         drop=T_VARS,
     )
     doc = json.loads(out.stdout.strip().splitlines()[-1])
     assert doc["first"].startswith("not open: trackio run job-9 is not open yet")
 
 
-DRIVER = """
-import json, os, subprocess, sys
-import tracking_core
+DRIVER = JOBS / "trackio_driver.py"
 
-cfg = json.loads(os.environ["TEST_CONFIGS"])
-run = tracking_core.start_run(cfg["launch"], backends=["trackio"], tracking_dir=os.environ["TEST_TDIR"],
-                              options={"trackio_project": "tc-test", "trackio_group": "ppo"})
-children = [subprocess.Popen([sys.executable, "-c", os.environ["TEST_CHILD"], role]) for role in ("actor", "critic")]
-for step in range(int(os.environ["TEST_STEPS"])):
-    run.log_metrics({"perf/step_time": 2.0 + step, "perf/nan": float("nan")}, step=step, step_key="perf/step")
-codes = [c.wait(timeout=120) for c in children]
-summary = run.finish(status=os.environ["TEST_STATUS"])
-print(json.dumps({"run_id": run.run_id, "codes": codes, "entry": run.handle.backends["trackio"],
-                  "failures": summary.backends["trackio"]["failures"]}))
-"""
-
-CHILD = """
-import json, os, sys
-import tracking_core
-
-role = sys.argv[1]
-cfg = json.loads(os.environ["TEST_CONFIGS"])
-run = tracking_core.attach(role=role, writer=True, collect=False, config=cfg[role])
-for step in range(int(os.environ["TEST_STEPS"])):
-    run.log_metrics({"train/loss": (1.0 if role == "actor" else 0.5) / (step + 1), "train/kl": 0.01 * step},
-                    step=step, step_key="train/step")
-summary = run.finish()
-assert not summary.backends["trackio"]["failures"], summary
-"""
+CHILD = JOBS / "trackio_child.py"
 
 
 def run_job(tmp_path: Path, status: str = "FINISHED") -> dict[str, Any]:
     env = base_env(
         TEST_CONFIGS=json.dumps({"launch": LAUNCH, "actor": ACTOR, "critic": CRITIC}),
         TEST_TDIR=str(tmp_path / "tracking"),
-        TEST_CHILD=CHILD,
+        TEST_CHILD=str(CHILD),
         TEST_STEPS=str(STEPS),
         TEST_STATUS=status,
         HF_TOKEN=HF_TOKEN,
     )
     proc = subprocess.run(
-        [sys.executable, "-c", DRIVER], capture_output=True, text=True, env=env, timeout=240, cwd=tmp_path
+        [sys.executable, str(DRIVER)], capture_output=True, text=True, env=env, timeout=240, cwd=tmp_path
     )
     assert proc.returncode == 0, proc.stderr[-6000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -225,21 +162,7 @@ def test_driver_and_two_role_writers_one_run(tmp_path: Path) -> None:
     assert grep_files(tmp_path / "tracking", HF_TOKEN) == []
 
 
-RICH = """
-import json, os, sys
-import tracking_core
-
-run = tracking_core.start_run(None, backends=["trackio"], tracking_dir=sys.argv[1],
-                              options={"trackio_project": "rich"})
-actor = tracking_core.attach(run.handle, role="actor", writer=True, collect=False)
-samples = json.loads(os.environ["SAMPLES"])
-axis = {"step": 3, "step_key": "rollout/step"}
-actor.log_table("rollout/samples", samples, **axis)
-actor.log_histogram("rollout/rewards", json.loads(os.environ["VALUES"]), bins=4, **axis)
-actor.log_text("rollout/think", "<think>step by step</think> " + os.environ["HF_SECRET"], **axis)
-a, p = actor.finish(), run.finish(status="FAILED")
-print(json.dumps({"run_id": run.run_id, "failures": [a.backends["trackio"]["failures"], p.backends["trackio"]["failures"]]}))
-"""
+RICH = JOBS / "trackio_rich.py"
 
 
 @pytest.mark.slow

@@ -15,14 +15,13 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import tracking_core
-from tests.helpers.subprocess_python import run_python
+from tests.helpers.subprocess_python import JOBS, hiding, run_python
 from tests.helpers.wandb_offline import (
     W_VARS,
     OfflineRun,
@@ -95,48 +94,17 @@ def base_env(**extra: str) -> dict[str, str]:
 
 def test_import_does_not_import_wandb() -> None:
     out = run_python(
-        """
-        import argparse, sys
-        import tracking_wandb, tracking_wandb.options, tracking_wandb.rows
-        import tracking_core
-        from tracking_core.plugins import get_plugin_manager
-        specs = get_plugin_manager().backends
-        tracking_core.add_tracking_options(argparse.ArgumentParser())
-        print("wandb" in specs, "wandb" in sys.modules)
-        """,
+        JOBS / "wandb_plugin_import.py",
         drop=W_VARS,
     )
     assert out.stdout.split() == ["True", "False"]
 
 
 def test_missing_wandb_names_the_extra(tmp_path: Path) -> None:
-    site = tmp_path / "hide"
-    site.mkdir()
-    (site / "sitecustomize.py").write_text(
-        textwrap.dedent(
-            """
-            import sys
-
-            class HideWandb:
-                def find_spec(self, name, path=None, target=None):
-                    if name == "wandb" or name.startswith("wandb."):
-                        raise ModuleNotFoundError(f"No module named {name!r}", name=name)
-                    return None
-
-            sys.meta_path.insert(0, HideWandb())
-            """
-        )
-    )
+    site = hiding(tmp_path / "hide", "wandb")
     out = run_python(
-        f"""
-        import tracking_core
-        try:
-            tracking_core.start_run({{"lr": 1}}, backends=["wandb"], tracking_dir={str(tmp_path)!r})
-        except tracking_core.BackendUnavailable as exc:
-            print("ERROR:", exc)
-        else:
-            print("no error")
-        """,
+        JOBS / "wandb_unavailable.py",
+        args=[tmp_path],
         site=site,
         drop=W_VARS,
     ).stdout
@@ -435,57 +403,9 @@ def test_a_retried_batch_logs_each_row_once(tmp_path: Path) -> None:
 
 
 # -- several processes ------------------------------------------------------------------------
-DRIVER = """
-import json, os, subprocess, sys
-import tracking_core
+DRIVER = JOBS / "wandb_driver.py"
 
-cfg = json.loads(os.environ["TEST_CONFIGS"])
-run = tracking_core.start_run(
-    {**cfg["launch"], "wandb_key": os.environ["PLANTED"]}, backends=["wandb"],
-    tracking_dir=os.environ["TEST_TDIR"], options={"wandb_project": "tc-test"},
-    delivery=os.environ["DRIVER_DELIVERY"],
-)
-run.flush(120)  # start_run does not wait for W&B: let it open, so children can inherit its service
-inherited = bool(os.environ.get("WANDB_SERVICE"))  # what the children get from this process
-actor = tracking_core.attach(role="actor", writer=True, collect=False, config=cfg["actor"],
-                             delivery=os.environ["DRIVER_DELIVERY"])
-children = [
-    subprocess.Popen([sys.executable, os.environ["TEST_CHILD"], role, "--wandb-key",
-                      os.environ["PLANTED"]])
-    for role in ("critic", "rollout")
-]
-for step in range(int(os.environ["TEST_STEPS"])):
-    actor.log_metrics({"train/pg_loss": 1.0 / (step + 1), "train/kl": 0.01 * step}, step=step,
-                      step_key="train/step")
-actor.log_config({**cfg["actor"], "lr": 2e-6})
-codes = [c.wait(timeout=240) for c in children]
-a = actor.finish()
-p = run.finish()
-print(json.dumps({"run_id": run.run_id, "codes": codes, "inherited_service": inherited,
-                  "failures": [a.backends["wandb"]["failures"], p.backends["wandb"]["failures"]],
-                  "delivered": [a.backends["wandb"]["delivered"], p.backends["wandb"]["delivered"]]}))
-"""
-
-CHILD = """
-import json, os, sys
-import tracking_core
-
-role = sys.argv[1]
-cfg = json.loads(os.environ["TEST_CONFIGS"])
-steps = int(os.environ["TEST_STEPS"])
-if role == "critic":
-    run = tracking_core.attach(role="critic", writer=True, collect=False, config=cfg["critic"])
-    for step in range(steps):
-        run.log_metrics({"train/value_loss": 0.5 / (step + 1)}, step=step, step_key="train/step")
-else:  # slime's rollout manager names its metrics itself
-    run = tracking_core.attach(role="rollout", writer=True, collect=False, metric_prefix="",
-                               config=cfg["rollout"])
-    for step in range(steps):
-        run.log_metrics({"rollout/raw_reward": 0.1 * step, "rollout/step": step}, step=step,
-                        step_key="rollout/step")
-summary = run.finish()
-assert not summary.backends["wandb"]["failures"], summary
-"""
+CHILD = JOBS / "wandb_child.py"
 
 
 @pytest.mark.slow
@@ -493,10 +413,6 @@ assert not summary.backends["wandb"]["failures"], summary
 def test_driver_actor_critic_rollout_processes(wandb_env: Path, tmp_path: Path, delivery: str) -> None:
     """The driver holds the primary and the actor; the critic and the rollout manager are child
     processes (which deliver from their own delivery processes either way)."""
-    script = tmp_path / "driver.py"
-    script.write_text(DRIVER)
-    child = tmp_path / "child.py"
-    child.write_text(CHILD)
     env = base_env(
         **offline_env(tmp_path),
         PLANTED=SECRET,
@@ -505,12 +421,12 @@ def test_driver_actor_critic_rollout_processes(wandb_env: Path, tmp_path: Path, 
             {"launch": LAUNCH, "actor": ACTOR, "critic": CRITIC, "rollout": ROLLOUT}
         ),
         TEST_TDIR=str(tmp_path / "tracking"),
-        TEST_CHILD=str(child),
+        TEST_CHILD=str(CHILD),
         TEST_STEPS=str(STEPS),
         DRIVER_DELIVERY=delivery,
     )
     proc = subprocess.run(
-        [sys.executable, str(script), "--wandb-key", SECRET],
+        [sys.executable, str(DRIVER), "--wandb-key", SECRET],
         capture_output=True,
         text=True,
         env=env,

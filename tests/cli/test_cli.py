@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.subprocess_python import run_python
+from tests.helpers.subprocess_python import JOBS, run_python
 from tracking_core import cli
 
 HEAVY_PREFIXES = (
@@ -24,14 +24,7 @@ HEAVY_PREFIXES = (
 
 
 def test_building_the_parser_imports_no_plugin_nor_adapter() -> None:
-    out = run_python(
-        f"""
-        import json, sys
-        from tracking_core import cli
-        cli.build_parser()
-        print(json.dumps(sorted(m for m in sys.modules if m.startswith({HEAVY_PREFIXES!r}))))
-        """
-    )
+    out = run_python(JOBS / "cli_parser_imports.py", args=HEAVY_PREFIXES)
     assert json.loads(out.stdout.strip().splitlines()[-1]) == []
 
 

@@ -8,15 +8,15 @@ library, and ``show`` reading a trackio run back."""
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
 from tests.helpers.saved_run import LAST, make_saved_run
-from tests.helpers.subprocess_python import python_env
+from tests.helpers.subprocess_python import JOBS, hiding, python_env
 from tracking_core import settings
 from tracking_core.handle import RunHandle
 
@@ -147,30 +147,8 @@ def test_run_sh_names_an_unknown_command(tmp_path: Path) -> None:
 
 
 # -- the install hint of a missing library ---------------------------------------------------------
-def _hiding(tmp_path: Path, *modules: str) -> Path:
-    """A site directory whose sitecustomize makes ``modules`` not importable (not installed)."""
-    site = tmp_path / "site"
-    site.mkdir(exist_ok=True)
-    (site / "sitecustomize.py").write_text(
-        textwrap.dedent(
-            f"""
-            import sys
-
-            class Hide:
-                def find_spec(self, name, path=None, target=None):
-                    if name.split(".")[0] in {set(modules)!r}:
-                        raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
-                    return None
-
-            sys.meta_path.insert(0, Hide())
-            """
-        )
-    )
-    return site
-
-
 def test_a_missing_library_names_the_extra_and_the_packages_it_installs(tmp_path: Path) -> None:
-    done = tracking_core("plugins", cwd=tmp_path, site=_hiding(tmp_path, "tensorboardX"))
+    done = tracking_core("plugins", cwd=tmp_path, site=hiding(tmp_path / "site", "tensorboardX"))
     assert done.returncode == 0, done.stderr
     assert (
         '  missing: tracking backend \'tensorboard\' needs tensorboardX, which is not installed: pip install '
@@ -183,18 +161,7 @@ def test_a_third_party_plugins_extra_is_its_own_distributions(tmp_path: Path) ->
     with another import name: the hint installs *that* distribution's extra, not tracking-core's."""
     site = tmp_path / "site"
     site.mkdir()
-    (site / "tracking_acme.py").write_text(
-        textwrap.dedent(
-            """
-            import tracking_core
-
-            @tracking_core.hookimpl
-            def register_backends(register):
-                from tracking_core.plugin_api import Backend
-                register(Backend("acme", "tracking_acme:Backend", requires=["acme_sdk"], extra="sdk"))
-            """
-        )
-    )
+    shutil.copy(JOBS / "cli_as_documented_acme" / "tracking_acme.py", site / "tracking_acme.py")
     dist = site / "tracking_acme-1.2.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text(
@@ -233,7 +200,7 @@ def test_show_reads_trackio_back(saved: RunHandle, tmp_path: Path) -> None:
 
 
 def test_show_says_how_to_install_a_missing_reader(saved: RunHandle, tmp_path: Path) -> None:
-    done = tracking_core("show", saved.run_id, "--tracking-dir", saved.tracking_dir, cwd=tmp_path, site=_hiding(tmp_path, "trackio"))
+    done = tracking_core("show", saved.run_id, "--tracking-dir", saved.tracking_dir, cwd=tmp_path, site=hiding(tmp_path / "site", "trackio"))
     assert done.returncode == 0, done.stderr
     section = _section(done.stdout, "trackio")
     assert "cannot read it: No module named 'trackio'; to read it here: " in section

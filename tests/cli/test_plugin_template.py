@@ -10,29 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.subprocess_python import run_python
+from tests.helpers.subprocess_python import JOBS, run_python
 from tests.helpers.template import TEMPLATE, install_template
 from tracking_core import cli, hookimpl
 from tracking_core.plugins import get_plugin_manager, reset_plugin_manager
 
 ROOT = Path(__file__).resolve().parents[2]
 
-TRAIN = """
-import argparse, sys
-import tracking_core
-
-parser = argparse.ArgumentParser()
-parser.add_argument("--lr", type=float, default=1e-6)
-tracking_core.add_tracking_options(parser)
-args = parser.parse_args(sys.argv[1:])
-run = tracking_core.start_run(args=args)
-actor = tracking_core.attach(role="actor", config={"lr": 2e-6}, collect=False)
-for step in range(3):
-    actor.log_metrics({"train/loss": 1.0 / (step + 1)}, step=step, step_key="train/step")
-actor.finish()
-run.finish()
-print(run.handle.run_id)
-"""
+TRAIN = JOBS / "plugin_template_train.py"
 
 
 @pytest.fixture(scope="module")

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.kinds_job import job_args
-from tests.helpers.subprocess_python import python_env
+from tests.helpers.subprocess_python import JOBS, python_env
+from tests.jobs.kinds_job import job_args
 from tracking_core.handle import RunHandle
 from tracking_core.options import tracking_option_dests
 
 BACKENDS = "jsonl,tensorboard,mlflow,wandb,trackio"
-JOB = Path(__file__).with_name("kinds_job.py")
+JOB = JOBS / "kinds_job.py"
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ import pytest
 from tests.faults.mlflow_runs import steps_of, the_run
 from tests.helpers.mlflow_server import MlflowServer
 from tests.helpers.nodes import SimulatedNode, simulated_nodes  # noqa: F401
-from tests.helpers.subprocess_python import run_python
+from tests.helpers.subprocess_python import JOBS, run_python
 
 CLI = "import sys; from tracking_core import cli; sys.exit(cli.main(sys.argv[1:]))"
 
@@ -58,22 +58,9 @@ def test_a_tracking_directory_with_nothing_left_to_deliver(tmp_path: Path, kept:
     assert done.stderr == ""
 
 
-WRITER = """
-import sys, tracking_core
-run = tracking_core.attach(role="critic", config={"critic_lr": 0.25}, writer=True)
-for step in range(3):
-    run.log_metrics({"loss": 1.0 + step}, step=step, step_key="train/step")
-summary = run.finish(timeout=2)
-print("LEFT " + str(run.journal), "drained" if summary.drained else "not drained", flush=True)
-"""
+WRITER = JOBS / "sync_exit_writer.py"
 
-PRIMARY = """
-import tracking_core
-run = tracking_core.start_run(config={"lr": 0.5})
-run.log_metrics({"loss": 0.5}, step=0, step_key="train/step")
-summary = run.finish(timeout=60)
-print("DONE", run.run_id, summary.drained, flush=True)
-"""
+PRIMARY = JOBS / "sync_exit_primary.py"
 
 
 @pytest.mark.slow
@@ -95,11 +82,11 @@ def test_sync_on_the_node_with_its_own_settings_delivers_its_leftovers_once(
     }
     node0, node1 = (SimulatedNode(name, tmp_path / "nodes", env=same) for name in ("node0", "node1"))
     simulated_nodes.extend([node0, node1])
-    wrote = node1.run([sys.executable, "-c", WRITER], env={"TRACKING_CORE_EXIT_TIMEOUT": "0"}, label="writer")
+    wrote = node1.run([sys.executable, str(WRITER)], env={"TRACKING_CORE_EXIT_TIMEOUT": "0"}, label="writer")
     assert wrote.returncode == 0 and "not drained" in wrote.stdout, wrote.stdout[-4000:]
     left = Path(wrote.stdout.split("LEFT ", 1)[1].split()[0])
     assert left.is_relative_to(node1.tracking_dir / "journal") and (left / "meta.json").is_file()
-    ran = node0.run([sys.executable, "-c", PRIMARY], label="primary")
+    ran = node0.run([sys.executable, str(PRIMARY)], label="primary")
     assert ran.returncode == 0 and f"DONE {run_id} True" in ran.stdout, ran.stdout[-4000:]
     mlrun = the_run(mlflow_server.uri, run_id)
     assert steps_of(mlflow_server.uri, mlrun.info.run_id, "critic/loss") == []

@@ -23,22 +23,12 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.mlflow_server import MlflowServer, free_port
-from tests.helpers.subprocess_python import python_env, run_python
+from tests.helpers.subprocess_python import JOBS, python_env, run_python
 
 DROP = ("TRACKING_CORE_*", "MLFLOW_*")
 STEPS, KEYS = 200, 100
 
-JOB = """
-    import sys, time, tracking_core
-    td, uri, steps, keys = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-    print("START", time.time(), flush=True)
-    run = tracking_core.start_run(backends=["mlflow"], tracking_dir=td, options={"mlflow_tracking_uri": uri})
-    for step in range(steps):
-        run.log_metrics({f"k{i}": float(step) for i in range(keys)}, step=step)
-    print("END", time.time(), flush=True)
-    run.finish(timeout=3)
-    print("FINISHED", time.time(), flush=True)
-"""
+JOB = JOBS / "sync_progress_job.py"
 
 
 class SlowProxy:

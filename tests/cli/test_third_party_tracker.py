@@ -19,24 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.subprocess_python import python_env, run_python
+from tests.helpers.subprocess_python import JOBS, python_env, run_python
 from tests.helpers.template import install_template
 
-TRAIN = """
-import argparse, sys
-import tracking_core
-
-parser = argparse.ArgumentParser()
-tracking_core.add_tracking_options(parser)
-args = parser.parse_args(sys.argv[1:])
-run = tracking_core.start_run(args=args, config={"lr": 1e-6})
-actor = tracking_core.attach(role="actor", config={"lr": 2e-6}, collect=False)
-for step in range(3):
-    actor.log_metrics({"train/loss": 1.0 / (step + 1)}, step=step, step_key="train/step")
-actor.finish()
-run.finish()
-print(run.handle.run_id)
-"""
+TRAIN = JOBS / "third_party_tracker_train.py"
 
 CLI = "import sys; from tracking_core import cli; sys.exit(cli.main(sys.argv[1:]))"
 

@@ -7,46 +7,15 @@ import json
 from pathlib import Path
 
 from tests.core.conftest import make_dist
-from tests.helpers.subprocess_python import run_python
+from tests.helpers.subprocess_python import JOBS, run_python
 
 CLI = "import sys; from tracking_core.cli import main; sys.exit(main(sys.argv[1:]))"
 
-HELLO = """
-    import argparse, json
-    from tracking_core.plugin_api import hookimpl
+HELLO = (JOBS / "commands_hello.py").read_text(encoding="utf-8")
 
-    def parser():
-        p = argparse.ArgumentParser(description="Say hello to a run.")
-        p.add_argument("--name", required=True)
-        p.add_argument("--tracking-dir", default=None)
-        return p
+BROKEN = (JOBS / "commands_broken.py").read_text(encoding="utf-8")
 
-    def run(args):
-        print(json.dumps(vars(args)))
-        return 3
-
-    @hookimpl
-    def register_commands(register):
-        register("hello", run, help="greet a run (a third-party command)", parser=parser)
-"""
-
-BROKEN = """
-    from tracking_core.plugin_api import hookimpl
-
-    @hookimpl
-    def register_commands(register):
-        register("half", lambda args: 0, help="registered before the plugin raised")
-        raise RuntimeError("boom in register_commands")
-"""
-
-TAKER = """
-    from tracking_core.plugin_api import hookimpl
-
-    @hookimpl
-    def register_commands(register):
-        register("mine", lambda args: 0, help="never added: the plugin's other name is taken")
-        register("show", lambda args: 0, help="a built-in command's name")
-"""
+TAKER = (JOBS / "commands_taker.py").read_text(encoding="utf-8")
 
 
 def test_hook_register_commands(site: Path, tmp_path: Path) -> None:
@@ -100,17 +69,5 @@ def test_a_plugin_whose_register_commands_raises_is_named_and_left_out(site: Pat
 
 
 def test_help_lists_the_demo_without_importing_it_or_any_tracker() -> None:
-    out = run_python(
-        """
-        import contextlib, io, json, sys
-        from tracking_core.cli import main
-        with contextlib.redirect_stdout(io.StringIO()) as text:
-            try:
-                main(["--help"])
-            except SystemExit:
-                pass
-        heavy = ("slime_integration.demo", "torch", "mlflow", "wandb", "tensorboardX", "megatron")
-        print(json.dumps([sorted(m for m in sys.modules if m.startswith(heavy)), "demo" in text.getvalue()]))
-        """
-    )
+    out = run_python(JOBS / "commands_help_imports.py")
     assert json.loads(out.stdout.strip().splitlines()[-1]) == [[], True]

@@ -6,20 +6,13 @@ import json
 from pathlib import Path
 
 from tests.core.conftest import make_dist
-from tests.helpers.subprocess_python import run_python
+from tests.helpers.subprocess_python import JOBS, run_python
 
 
 def test_exit_without_finish_still_delivers(tmp_path: Path) -> None:
     out = run_python(
-        f"""
-        import tracking_core
-        run = tracking_core.start_run(backends=["jsonl"], tracking_dir={str(tmp_path)!r}, config={{"a": 1}})
-        child = tracking_core.attach(role="actor", writer=True, collect=False)
-        for step in range(500):
-            child.log_metrics({{"loss": step * 0.5, "kl": 0.1}}, step=step, step_key="train/step")
-        print(run.run_id)
-        # no finish(): the interpreter exits normally
-        """
+        JOBS / "delivery_exit_without_finish.py",
+        args=[tmp_path],
     )
     run_id = out.stdout.strip()
     lines = [
@@ -35,12 +28,8 @@ def test_exit_without_finish_still_delivers(tmp_path: Path) -> None:
 
 def test_uncaught_exception_marks_the_run_failed(tmp_path: Path) -> None:
     out = run_python(
-        f"""
-        import tracking_core
-        run = tracking_core.start_run(backends=["jsonl"], tracking_dir={str(tmp_path)!r})
-        print(run.run_id, flush=True)
-        raise SystemError("training blew up")
-        """,
+        JOBS / "delivery_uncaught.py",
+        args=[tmp_path],
         check=False,
     )
     assert out.returncode == 1 and "training blew up" in out.stderr
@@ -49,40 +38,14 @@ def test_uncaught_exception_marks_the_run_failed(tmp_path: Path) -> None:
     assert json.loads(primary[-1])["status"] == "FAILED"
 
 
-FLAKY = """
-    import tracking_core
-
-    class Failing:
-        def __init__(self, run):
-            pass
-
-        @tracking_core.hookimpl
-        def open_run(self, run):
-            return {}
-
-        @tracking_core.hookimpl
-        def log_metrics(self, records):
-            raise ConnectionError("tracker unreachable")
-
-    @tracking_core.hookimpl
-    def register_backends(register):
-        from tracking_core.plugin_api import Backend
-        register(Backend("failing", Failing))
-"""
+FLAKY = (JOBS / "delivery_failing.py").read_text(encoding="utf-8")
 
 
 def test_a_failing_backend_never_reaches_the_caller_or_the_others(site: Path, tmp_path: Path) -> None:
     make_dist(site, "failing-tracking", {"failing": "failing_plugin"}, {"failing_plugin": FLAKY})
     out = run_python(
-        f"""
-        import time, tracking_core
-        run = tracking_core.start_run(backends=["failing", "jsonl"], tracking_dir={str(tmp_path)!r})
-        for step in range(200):
-            run.log_metrics({{"loss": float(step)}}, step=step)
-        summary = run.finish(timeout=3)
-        print(run.run_id)
-        print(summary.describe())
-        """,
+        JOBS / "delivery_failing_run.py",
+        args=[tmp_path],
         site=site,
     )
     run_id, described = out.stdout.strip().splitlines()
@@ -98,19 +61,8 @@ def test_a_failing_backend_never_reaches_the_caller_or_the_others(site: Path, tm
 
 def test_a_run_nobody_holds_is_still_delivered_at_exit(tmp_path: Path) -> None:
     out = run_python(
-        f"""
-        import gc, tracking_core
-        run = tracking_core.start_run(backends=["jsonl"], tracking_dir={str(tmp_path)!r})
-
-        def train():  # the caller keeps no reference to its run, as slime's actors do
-            child = tracking_core.attach(role="actor", writer=True, collect=False)
-            for step in range(50):
-                child.log_metrics({{"loss": float(step)}}, step=step)
-
-        train()
-        gc.collect()
-        print(run.run_id)
-        """
+        JOBS / "delivery_unheld.py",
+        args=[tmp_path],
     )
     actor = (tmp_path / "jsonl" / out.stdout.strip() / "actor.jsonl").read_text()
     assert actor.count('"type": "metric"') == 50

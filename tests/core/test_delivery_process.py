@@ -9,7 +9,6 @@ import re
 import signal
 import subprocess
 import sys
-import textwrap
 import threading
 from collections import Counter
 from pathlib import Path
@@ -17,62 +16,12 @@ from pathlib import Path
 import pytest
 
 from tests.core.conftest import make_dist
-from tests.helpers.subprocess_python import run_python
+from tests.helpers.subprocess_python import JOBS, run_python
 from tests.helpers.tb_events import read_run
 
 # A backend installed as a real distribution (so a new interpreter finds it), recording where
-# each call ran into the file $PROBE_OUT. With $PROBE_FAIL_ONCE its first log_metrics raises;
-# while the file $PROBE_HOLD exists, its first log_metrics removes it, says so and sleeps (with
-# $PROBE_FATAL, a thread of its own meanwhile ends the process with a fatal error).
-PROBE = """
-    import ctypes, json, os, threading, time
-    import tracking_core
-
-    def _fatal():
-        time.sleep(0.5)
-        ctypes.pythonapi.Py_FatalError(b"probe: a fatal error outside any call")
-
-    def _write(obj):
-        with open(os.environ["PROBE_OUT"], "a") as fh:
-            fh.write(json.dumps(obj) + "\\n")
-
-    class Probe:
-        def __init__(self, run):
-            self.failed = False
-
-        @tracking_core.hookimpl
-        def open_run(self, run):
-            _write({"open": os.getpid(), "training": run.pid})
-            return {"probe": True}
-
-        @tracking_core.hookimpl
-        def attach_run(self, run, attach):
-            _write({"attach": os.getpid(), "training": run.pid, "role": run.role})
-
-        @tracking_core.hookimpl
-        def log_metrics(self, records):
-            hold = os.environ.get("PROBE_HOLD")
-            if hold and os.path.exists(hold):
-                os.remove(hold)
-                _write({"holding": os.getpid(), "thread": threading.get_ident()})
-                if os.environ.get("PROBE_FATAL"):
-                    threading.Thread(target=_fatal, daemon=True).start()
-                time.sleep(60)
-            if os.environ.get("PROBE_FAIL_ONCE") and not self.failed:
-                self.failed = True
-                raise ConnectionResetError("probe tracker hiccup")
-            for r in records:
-                _write({"name": r.name, "step": r.step, "pid": os.getpid()})
-
-        @tracking_core.hookimpl
-        def close_run(self, status, run):
-            _write({"close": status.value, "pid": os.getpid()})
-
-    @tracking_core.hookimpl
-    def register_backends(register):
-        from tracking_core.plugin_api import Backend
-        register(Backend("probe", Probe))
-"""
+# each call ran (see the job file).
+PROBE = (JOBS / "delivery_process_probe.py").read_text(encoding="utf-8")
 
 
 @pytest.fixture
@@ -93,17 +42,8 @@ def _metric_counts(calls: list[dict]) -> Counter:
 
 def test_trackers_run_in_a_delivery_process(probe: dict[str, str], tmp_path: Path) -> None:
     out = run_python(
-        f"""
-        import os, sys, tracking_core
-        run = tracking_core.start_run(backends=["probe", "tensorboard"], tracking_dir={str(tmp_path)!r})
-        child = tracking_core.attach(role="actor", writer=True, collect=False)
-        for step in range(200):
-            child.log_metrics({{"loss": step / 10}}, step=step, step_key="train/step")
-        child.finish()
-        summary = run.finish()
-        print(os.getpid(), summary.backends["probe"]["delivered"], summary.drained)
-        print(sorted(m for m in sys.modules if m.split(".")[0] == "tensorboardX"))
-        """,
+        JOBS / "delivery_process_two_writers.py",
+        args=[tmp_path],
         env=probe,
     )
     first, second = out.stdout.splitlines()
@@ -124,40 +64,8 @@ def test_trackers_run_in_a_delivery_process(probe: dict[str, str], tmp_path: Pat
 
 def test_thread_delivery_on_request_and_clear_errors(probe: dict[str, str], tmp_path: Path) -> None:
     out = run_python(
-        f"""
-        import os, tracking_core
-        run = tracking_core.start_run(backends=["probe"], tracking_dir={str(tmp_path)!r}, delivery="thread")
-        run.log_metrics({{"x": 1.0}}, step=0)
-        run.finish()
-        print(os.getpid())
-
-        class Inline:
-            def __init__(self, run):
-                pass
-
-            @tracking_core.hookimpl
-            def log_metrics(self, records):
-                pass
-
-        class Registers:
-            @tracking_core.hookimpl
-            def register_backends(self, register):
-                from tracking_core.plugin_api import Backend
-                register(Backend("inline", Inline))
-
-        tracking_core.get_plugin_manager().register(Registers(), "inline-plugin")
-        try:
-            tracking_core.start_run(backends=["inline"], tracking_dir={str(tmp_path)!r}, delivery="process")
-        except tracking_core.DeliveryUnavailable as exc:
-            print("ERROR", exc)
-        auto = tracking_core.start_run(backends=["inline"], tracking_dir={str(tmp_path)!r})
-        print("AUTO", type(auto._delivery).__name__)
-        auto.finish()
-        try:
-            tracking_core.start_run(backends=["probe"], tracking_dir={str(tmp_path)!r}, delivery="fork")
-        except ValueError as exc:
-            print("ERROR", exc)
-        """,
+        JOBS / "delivery_process_thread.py",
+        args=[tmp_path],
         env=probe,
     )
     lines = out.stdout.splitlines()
@@ -171,14 +79,8 @@ def test_thread_delivery_on_request_and_clear_errors(probe: dict[str, str], tmp_
 
 def test_a_delivery_process_that_cannot_start_falls_back_to_threads(probe: dict[str, str], tmp_path: Path) -> None:
     out = run_python(
-        f"""
-        import os, sys, tracking_core
-        sys.executable = "/bin/false"  # a broken interpreter path: the child dies at once
-        run = tracking_core.start_run(backends=["probe"], tracking_dir={str(tmp_path)!r})
-        run.log_metrics({{"x": 1.0}}, step=0)
-        run.finish()
-        print(os.getpid())
-        """,
+        JOBS / "delivery_process_no_interpreter.py",
+        args=[tmp_path],
         env=probe,
     )
     assert "delivering on threads of this process instead" in out.stderr
@@ -189,15 +91,8 @@ def test_warnings_of_the_delivery_process_go_through_the_training_process_loggin
     probe: dict[str, str], tmp_path: Path
 ) -> None:
     out = run_python(
-        f"""
-        import logging, tracking_core
-        logging.basicConfig(format="TRAINING-LOG %(name)s: %(message)s")
-        run = tracking_core.start_run(backends=["probe"], tracking_dir={str(tmp_path)!r})
-        for step in range(20):
-            run.log_metrics({{"x": float(step)}}, step=step)
-        summary = run.finish()
-        print(summary.backends["probe"]["failures"])
-        """,
+        JOBS / "delivery_process_warnings.py",
+        args=[tmp_path],
         env={**probe, "PROBE_FAIL_ONCE": "1"},
     )
     assert (
@@ -208,31 +103,12 @@ def test_warnings_of_the_delivery_process_go_through_the_training_process_loggin
     assert _metric_counts(_calls(probe)) == Counter({("x", s): 1 for s in range(20)})
 
 
-KILL_HELPERS = """
-    import json, os, signal, time, tracking_core
-
-    def helper():
-        lines = [json.loads(line) for line in open(os.environ["PROBE_OUT"])]
-        return [c.get("open") or c.get("attach") for c in lines if "open" in c or "attach" in c][-1]
-
-    run = tracking_core.start_run(backends=["probe"], tracking_dir={tracking_dir!r})
-    for step in range(400):
-        run.log_metrics({{"x": float(step)}}, step=step)
-        if step % 100 == 50 and step // 100 < {kills}:
-            run.flush(30)
-            killed = helper()
-            os.kill(killed, signal.SIGKILL)
-            deadline = time.monotonic() + 30
-            while step // 100 < 3 and helper() == killed and time.monotonic() < deadline:
-                time.sleep(0.05)  # the next one attaches
-        time.sleep(0.002)
-    print(run.finish(timeout=10).describe())
-"""
+KILL_HELPERS = JOBS / "delivery_process_kill_helpers.py"
 
 
 @pytest.mark.slow
 def test_a_killed_delivery_process_is_started_again_and_resumes(probe: dict[str, str], tmp_path: Path) -> None:
-    out = run_python(KILL_HELPERS.format(tracking_dir=str(tmp_path), kills=2), env=probe)
+    out = run_python(KILL_HELPERS, args=[tmp_path, "2"], env=probe)
     assert out.stderr.count("delivery process for the driver (primary-p") == 2, out.stderr
     assert out.stderr.count("ended unexpectedly (SIGKILL); starting it again") == 2, out.stderr
     assert "starting it again (2 of 3): it resumes from the journal" in out.stderr
@@ -245,7 +121,7 @@ def test_a_killed_delivery_process_is_started_again_and_resumes(probe: dict[str,
 
 @pytest.mark.slow
 def test_a_delivery_process_that_keeps_dying_leaves_the_rest_to_sync(probe: dict[str, str], tmp_path: Path) -> None:
-    out = run_python(KILL_HELPERS.format(tracking_dir=str(tmp_path), kills=4), env=probe)
+    out = run_python(KILL_HELPERS, args=[tmp_path, "4"], env=probe)
     assert "ended unexpectedly (SIGKILL) after 3 restarts" in out.stderr
     assert re.search(r"run `\S*tracking-core sync \S+`", out.stdout)  # the command, runnable as printed
     before = _metric_counts(_calls(probe))
@@ -265,21 +141,8 @@ def test_a_delivery_process_that_keeps_dying_leaves_the_rest_to_sync(probe: dict
 def test_sigterm_to_the_process_group_does_not_cut_delivery_short(
     probe: dict[str, str], tmp_path: Path
 ) -> None:
-    code = textwrap.dedent(
-        f"""
-        import time, tracking_core
-        run = tracking_core.start_run(backends=["probe"], tracking_dir={str(tmp_path)!r})
-        step = 0
-        while True:
-            run.log_metrics({{"x": float(step)}}, step=step)
-            if step == 300:
-                print("ready", flush=True)
-            step += 1
-            time.sleep(0.001)
-        """
-    )
     proc = subprocess.Popen(
-        [sys.executable, "-c", code],
+        [sys.executable, str(JOBS / "delivery_process_until_killed.py"), str(tmp_path)],
         stdout=subprocess.PIPE,
         text=True,
         env={**os.environ, **probe},
@@ -344,27 +207,8 @@ def test_a_crash_outside_any_tracker_call_names_the_process_and_blames_no_tracke
     hold = tmp_path / "hold"
     hold.touch()
     out = run_python(
-        f"""
-        import json, os, signal, time, tracking_core
-        run = tracking_core.start_run(backends=["probe"], tracking_dir={str(tmp_path)!r})
-        actor = tracking_core.attach(role="actor", writer=True, collect=False)
-        for step in range(50):
-            actor.log_metrics({{"x": float(step)}}, step=step)
-        deadline = time.monotonic() + 60
-        holding = None
-        while holding is None and time.monotonic() < deadline:
-            if os.path.exists(os.environ["PROBE_OUT"]):
-                for line in open(os.environ["PROBE_OUT"]):
-                    holding = json.loads(line).get("holding") or holding
-            time.sleep(0.05)
-        if {crash!r} == "signal":
-            os.kill(holding, signal.SIGABRT)
-        for step in range(50, 100):
-            actor.log_metrics({{"x": float(step)}}, step=step)
-        print(actor.finish(timeout=30).describe())
-        print(actor.label)
-        run.finish()
-        """,
+        JOBS / "delivery_process_crash.py",
+        args=[tmp_path, crash],
         env={**probe, "PROBE_HOLD": str(hold), "PROBE_FATAL": "1" if crash == "fatal error" else ""},
     )
     described, label = out.stdout.splitlines()[:2]

@@ -11,16 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.subprocess_python import run_python
+from tests.helpers.subprocess_python import JOBS, run_python
 from tracking_core.integrations import import_hook
 
-ACME = """
-import os, sys
-sys.acme_imported = True
-
-def activate():
-    open(os.environ["ACME_MARKER"], "a").write("activated\\n")
-"""
+ACME = (JOBS / "hosts_acme_host.py").read_text(encoding="utf-8")
 
 
 @pytest.fixture
@@ -35,12 +29,7 @@ def acme_site(tmp_path: Path) -> Path:
     return site
 
 
-CHILD = """
-import json, sys
-print(json.dumps({"imported": getattr(sys, "acme_imported", False),
-                  "metadata": "importlib.metadata" in sys.modules,
-                  "tracking_core": "tracking_core" in sys.modules}))
-"""
+CHILD = JOBS / "hosts_child.py"
 
 
 def _child(site: Path, marker: Path, **env: str) -> dict[str, bool]:
@@ -64,21 +53,7 @@ def test_a_host_installed_through_its_entry_point_is_activated_in_children(acme_
 
 def test_a_host_entry_point_is_a_setting_and_keeps_the_bootstrap_for_its_children(acme_site: Path) -> None:
     out = run_python(
-        """
-        import json, os
-        from tracking_core import settings
-        from tracking_core.integrations import import_hook
-        from verl_integration import install
-        install.install()
-        os.environ["TRACKING_CORE_ACME_RL"] = "1"
-        install.uninstall()
-        print(json.dumps({
-            "hosts": import_hook.installed_hosts(),
-            "setting": settings.ALL.get("TRACKING_CORE_ACME_RL"),
-            "kept": str(import_hook.BOOTSTRAP_DIR) in os.environ.get("PYTHONPATH", ""),
-            "verl": os.environ.get("TRACKING_CORE_VERL"),
-        }))
-        """,
+        JOBS / "hosts_settings.py",
         site=acme_site,
         drop=("TRACKING_CORE_*", "PYTHONPATH"),
     )

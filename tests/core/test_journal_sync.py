@@ -8,7 +8,6 @@ import re
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 from collections import Counter
 from pathlib import Path
@@ -16,56 +15,10 @@ from pathlib import Path
 import pytest
 
 from tests.core.conftest import make_dist
-from tests.helpers.subprocess_python import run_python
+from tests.helpers.subprocess_python import JOBS, run_python
 
 # A real backend whose tracker is a file; it is "down" while the marker file exists.
-GATED = """
-    import json, os
-    import tracking_core
-
-    class Gated:
-        def __init__(self, run):
-            self.out = os.environ["GATED_OUT"]
-            self.down = os.environ["GATED_DOWN"]
-
-        def _check(self):
-            if os.path.exists(self.down):
-                open(self.down + ".seen", "w").close()  # a call met the outage
-                raise ConnectionError("gated tracker is down")
-
-        @tracking_core.hookimpl
-        def open_run(self, run):
-            self._check()
-            return {"opened": run.run_id}
-
-        @tracking_core.hookimpl
-        def attach_run(self, run, attach):
-            self._check()
-
-        @tracking_core.hookimpl
-        def log_config(self, config, role):
-            self._check()
-            with open(self.out, "a") as fh:
-                fh.write(json.dumps({"config": config.namespace}) + "\\n")
-
-        @tracking_core.hookimpl
-        def log_metrics(self, records):
-            self._check()
-            with open(self.out, "a") as fh:
-                fh.write("".join(json.dumps({"name": r.name, "step": r.step, "value": r.value}) + "\\n" for r in records))
-
-        @tracking_core.hookimpl
-        def close_run(self, status, run):
-            self._check()
-            if run.primary:
-                with open(self.out, "a") as fh:
-                    fh.write(json.dumps({"status": status.value}) + "\\n")
-
-    @tracking_core.hookimpl
-    def register_backends(register):
-        from tracking_core.plugin_api import Backend
-        register(Backend("gated", Gated))
-"""
+GATED = (JOBS / "journal_sync_gated.py").read_text(encoding="utf-8")
 
 
 @pytest.fixture
@@ -93,24 +46,16 @@ def _sync(tracking_dir: Path, env: dict[str, str]) -> subprocess.CompletedProces
     )
 
 
-JOB = """
-    import sys, time, tracking_core
-    run = tracking_core.start_run(backends=["gated", "jsonl"], tracking_dir=sys.argv[1],
-                                  config={{"lr": 0.1}})
-    child = tracking_core.attach(role="actor", writer=True, collect=False, config={{"lr": 0.2}})
-    for step in range({steps}):
-        child.log_metrics({{"loss": step / 10, "reward": step}}, step=step, step_key="train/step")
-        {during}
-    print(run.run_id, flush=True)
-    {end}
-"""
+JOB = JOBS / "journal_sync_gated_run.py"
 
 
-def _job(tmp_path: Path, env: dict[str, str], steps: int, during: str = "pass", end: str = "",
+def _job(tmp_path: Path, env: dict[str, str], steps: int, down: str | None = None,
          extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run JOB for ``steps`` steps; with ``down``, the tracker is down from step 100 to step 400
+    and the run is finished."""
     return run_python(
-        JOB.format(steps=steps, during=during, end=end),
-        args=[tmp_path / "td"],
+        JOB,
+        args=[tmp_path / "td", str(steps), *([down] if down is not None else [])],
         env={**env, "TRACKING_CORE_EXIT_TIMEOUT": "3", **(extra_env or {})},
         drop=(),
     )
@@ -144,20 +89,8 @@ def test_tracker_down_for_the_whole_run_then_sync(gated: dict[str, str], tmp_pat
 @pytest.mark.slow
 def test_tracker_down_mid_run_recovers_exactly_once(gated: dict[str, str], tmp_path: Path) -> None:
     down = gated["GATED_DOWN"]
-    during = (
-        f"if step == 100: open({down!r}, 'w').close()\n"
-        f"        if step == 400: wait_until_seen(); __import__('os').unlink({down!r})\n"
-        "        time.sleep(0.006)"
-    )
     # the tracker comes back only once a call has met the outage (a loaded machine may deliver late)
-    during = (
-        "def wait_until_seen():\n"
-        "            deadline = time.monotonic() + 60\n"
-        f"            while not __import__('os').path.exists({down + '.seen'!r}) and time.monotonic() < deadline:\n"
-        "                time.sleep(0.05)\n"
-        f"        {during}"
-    )
-    out = _job(tmp_path, gated, 600, during=during, end="child.finish(); run.finish()",
+    out = _job(tmp_path, gated, 600, down=down,
                extra_env={"TRACKING_CORE_MAX_QUEUE_ROWS": "50"})
     # the outage in two lines: its cause once (later failures only counted), then its end
     assert out.stderr.count("failed in log_metrics: ConnectionError: gated tracker is down") == 1
@@ -170,21 +103,8 @@ def test_tracker_down_mid_run_recovers_exactly_once(gated: dict[str, str], tmp_p
 @pytest.mark.slow
 def test_sigkill_loses_at_most_the_last_flush_interval(gated: dict[str, str], tmp_path: Path) -> None:
     Path(gated["GATED_DOWN"]).write_text("down")
-    code = textwrap.dedent(
-        """
-        import sys, time, tracking_core
-        run = tracking_core.start_run(backends=["gated"], tracking_dir=sys.argv[1])
-        step = 0
-        while True:
-            run.log_metrics({"x": float(step)}, step=step)
-            if step % 50 == 0:
-                print(step, time.time(), flush=True)
-            step += 1
-            time.sleep(0.001)
-        """
-    )
     proc = subprocess.Popen(
-        [sys.executable, "-c", code, str(tmp_path / "td")],
+        [sys.executable, str(JOBS / "journal_sync_forever.py"), str(tmp_path / "td")],
         stdout=subprocess.PIPE,
         text=True,
         env={**os.environ, **gated},
@@ -218,17 +138,7 @@ def test_sigkill_loses_at_most_the_last_flush_interval(gated: dict[str, str], tm
 
 
 def test_sigterm_finishes_the_run_killed(tmp_path: Path) -> None:
-    code = textwrap.dedent(
-        f"""
-        import os, signal, tracking_core
-        run = tracking_core.start_run(backends=["jsonl"], tracking_dir={str(tmp_path)!r})
-        for step in range(100):
-            run.log_metrics({{"x": step}}, step=step)
-        print(run.run_id, flush=True)
-        os.kill(os.getpid(), signal.SIGTERM)
-        """
-    )
-    out = run_python(code, check=False)
+    out = run_python(JOBS / "journal_sync_sigterm.py", args=[tmp_path], check=False)
     assert out.returncode == -signal.SIGTERM
     run_id = out.stdout.strip()
     lines = [json.loads(x) for x in (tmp_path / "jsonl" / run_id / "primary.jsonl").read_text().splitlines()]

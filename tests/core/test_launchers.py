@@ -12,7 +12,7 @@ import pytest
 import tracking_core
 from tests.faults.mlflow_runs import steps_of, the_run
 from tests.helpers.mlflow_server import MlflowServer
-from tests.helpers.subprocess_python import run_python
+from tests.helpers.subprocess_python import JOBS, run_python
 from tracking_core.launchers import job_run_id
 
 JOB_VARS = ("TRACKING_CORE_RUN_ID", "TORCHELASTIC_RUN_ID", "SLURM_JOB_ID")
@@ -39,9 +39,7 @@ def test_job_run_id_order(env: dict[str, str], expected: tuple[str, str] | None)
 
 def test_job_run_id_never_imports_ray() -> None:
     done = run_python(
-        "import sys\nfrom tracking_core.launchers import job_run_id\n"
-        "import tracking_core\n"
-        "print(job_run_id({}), 'ray' in sys.modules)",
+        JOBS / "launchers_no_ray.py",
         drop=("TRACKING_CORE_*", *JOB_VARS),
     )
     assert done.stdout.split() == ["None", "False"]
@@ -50,24 +48,7 @@ def test_job_run_id_never_imports_ray() -> None:
 @pytest.mark.slow
 def test_rays_job_id_is_the_same_in_the_driver_and_its_actors() -> None:
     pytest.importorskip("ray")
-    code = """
-import json, os, ray
-from tracking_core.launchers import job_run_id
-os.environ["RAY_AUTH_MODE"] = "disabled"
-ray.init(address="local", num_cpus=1, include_dashboard=False, log_to_driver=False)  # not a cluster on the machine
-
-@ray.remote(num_cpus=0)
-def in_a_task():
-    from tracking_core.launchers import job_run_id
-    return job_run_id({})
-
-driver = job_run_id({})
-print(json.dumps({"driver": driver, "task": ray.get(in_a_task.remote()),
-                  "session": ray.get_runtime_context().get_session_name(),
-                  "job": ray.get_runtime_context().get_job_id()}))
-ray.shutdown()
-"""
-    done = run_python(code, env={"RAY_AUTH_MODE": "disabled"}, drop=("TRACKING_CORE_*", *JOB_VARS), timeout=180)
+    done = run_python(JOBS / "launchers_ray_job_id.py", env={"RAY_AUTH_MODE": "disabled"}, drop=("TRACKING_CORE_*", *JOB_VARS), timeout=180)
     got = json.loads(done.stdout.strip().splitlines()[-1])
     session = got["session"].removeprefix("session_")
     assert got["driver"] == [f"ray-{session}-{got['job']}", "Ray's job id (ray.get_runtime_context())"]
@@ -76,9 +57,7 @@ ray.shutdown()
 
 def test_attach_without_handle_or_job_id_names_the_job_id_variables() -> None:
     done = run_python(
-        "import tracking_core\n"
-        "try:\n    tracking_core.attach(role='actor')\n"
-        "except ValueError as exc:\n    print(exc)\n",
+        JOBS / "launchers_no_handle.py",
         drop=("TRACKING_CORE_*", *JOB_VARS),
     )
     message = done.stdout
@@ -117,19 +96,9 @@ def test_a_restarted_driver_continues_the_jobs_run(
     for name in (*JOB_VARS, "TRACKING_CORE_RUN"):
         monkeypatch.delenv(name, raising=False)
     elastic = f"odd/../id x:{uuid.uuid4().hex[:8]}"
-    code = """
-import sys, tracking_core
-run = tracking_core.start_run(backends=["mlflow", "jsonl"], config={"lr": 0.1},
-                              options={"mlflow_tracking_uri": sys.argv[1], "mlflow_experiment": "restarts"})
-first = int(sys.argv[2])
-for step in range(first, first + 2):
-    run.log_metrics({"loss": float(step)}, step=step)
-run.finish(timeout=60)
-print(run.run_id)
-"""
     env = {"TORCHELASTIC_RUN_ID": elastic, "TRACKING_CORE_DIR": str(tmp_path / "td")}
     ids = [
-        run_python(code, args=[mlflow_server.uri, str(first)], env=env, drop=("TRACKING_CORE_*", *JOB_VARS)).stdout.splitlines()[-1]
+        run_python(JOBS / "launchers_restarted_driver.py", args=[mlflow_server.uri, str(first)], env=env, drop=("TRACKING_CORE_*", *JOB_VARS)).stdout.splitlines()[-1]
         for first in (0, 2)
     ]
     run_id = f"torchelastic-{elastic}"

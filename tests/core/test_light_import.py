@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from tests.helpers.subprocess_python import run_python
+from tests.helpers.subprocess_python import JOBS, run_python
 
 #: What ``import tracking_core`` may import of the package itself.
 EAGER = ["tracking_core", "tracking_core.integrations", "tracking_core.integrations.accelerate",
@@ -17,39 +17,12 @@ HEAVY = ["pluggy", "json", "dataclasses", "socket", "argparse", "importlib.metad
 
 
 def test_import_tracking_core_imports_only_the_accelerate_name_hook() -> None:
-    out = run_python(
-        f"""
-        import json, sys
-        before = set(sys.modules)
-        import tracking_core
-        new = set(sys.modules) - before
-        print(json.dumps({{"ours": sorted(m for m in new if m.split(".")[0] == "tracking_core"),
-                           "heavy": sorted(m for m in {HEAVY!r} if m in new)}}))
-        """
-    )
+    out = run_python(JOBS / "light_import_eager.py", args=HEAVY)
     assert json.loads(out.stdout) == {"ours": EAGER, "heavy": []}
 
 
 def test_every_public_name_and_submodule_is_there_on_first_use() -> None:
-    out = run_python(
-        """
-        import json, sys
-        import tracking_core
-        from tracking_core import *  # noqa: F403
-        names = {n: type(getattr(tracking_core, n)).__name__ for n in tracking_core.__all__}
-        marker = tracking_core.hookimpl
-        @marker
-        def open_run(run): ...
-        try:
-            tracking_core.no_such_thing
-        except AttributeError as exc:
-            missing = str(exc)
-        print(json.dumps({"names": names, "marked": hasattr(open_run, "tracking_core_impl"),
-                          "same": tracking_core.hookimpl is marker,
-                          "settings": tracking_core.settings.__name__, "missing": missing,
-                          "pluggy": "pluggy" in sys.modules}))
-        """
-    )
+    out = run_python(JOBS / "light_import_names.py")
     got = json.loads(out.stdout)
     assert got["names"]["start_run"] == "function" and got["names"]["hookimpl"] == "HookimplMarker"
     assert got["names"]["RunStatus"] == "EnumType" and got["names"]["__version__"] == "str"

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.mlflow_server import MlflowServer, free_port
-from tests.helpers.subprocess_python import python_env, start_python
+from tests.helpers.subprocess_python import JOBS, python_env, start_python
 
 pytest.importorskip("mlflow")
 
@@ -54,24 +54,14 @@ def _mlflow_run(uri: str) -> object:
     return runs[0]
 
 
-JOB = """
-    import os, sys, time, tracking_core
-    run = tracking_core.start_run(backends=["mlflow"], tracking_dir=sys.argv[1],
-                                  options={{"mlflow_tracking_uri": sys.argv[2]}})
-    print("open", flush=True)
-    for step in range({steps}):
-        run.log_metrics({{"loss": step / 10, "reward": float(step)}}, step=step, step_key="train/step")
-        if step % 10 == 0:
-            print("step", step, flush=True)
-        time.sleep({sleep})
-    {end}
-"""
+JOB = JOBS / "never_lose_mlflow_job.py"
 
 
-def _start_job(tmp: Path, uri: str, steps: int, sleep: float, end: str = "") -> subprocess.Popen[str]:
+def _start_job(tmp: Path, uri: str, steps: int, sleep: float, end: str = "none") -> subprocess.Popen[str]:
+    """JOB; ``end`` says how it ends: none, wait (for the file server-back), describe, raise."""
     return start_python(
-        JOB.format(steps=steps, sleep=sleep, end=end),
-        args=[tmp / "td", uri, tmp / "server-back"],
+        JOB,
+        args=[tmp / "td", uri, tmp / "server-back", str(steps), str(sleep), end],
         env={"TRACKING_CORE_EXIT_TIMEOUT": "20"},
         drop=DROP,
     )
@@ -97,8 +87,7 @@ def test_server_killed_and_restarted_mid_run_every_step_once(
     # probe, not the whole timeout: that case is the sync test below). The server's start can take
     # longer than the job's last 400 steps on a loaded machine, hence the gate, not a clock.
     back = tmp_path / "server-back"
-    wait_then_finish = "while not os.path.exists(sys.argv[3]): time.sleep(0.05)\n    run.finish(timeout=120)"
-    proc = _start_job(tmp_path, server.uri, steps=600, sleep=0.05, end=wait_then_finish)
+    proc = _start_job(tmp_path, server.uri, steps=600, sleep=0.05, end="wait")
     _wait_for_line(proc, "step 100")
     _wait_for_run(server.uri)  # mid-run: the run is open (the delivery process imports mlflow first)
     server.kill()  # SIGKILL to the server's whole process group, logging goes on
@@ -121,7 +110,7 @@ def test_server_down_for_the_whole_run_then_sync(tmp_path: Path) -> None:
     port = free_port()
     uri = f"http://127.0.0.1:{port}"
     started = time.monotonic()
-    proc = _start_job(tmp_path, uri, steps=50, sleep=0.0, end="print(run.finish(timeout=5).describe())")
+    proc = _start_job(tmp_path, uri, steps=50, sleep=0.0, end="describe")
     out, err = proc.communicate(timeout=180)
     assert proc.returncode == 0, err[-3000:]
     assert time.monotonic() - started < 90  # the bound: finish's timeout + start-up
@@ -158,7 +147,7 @@ def test_sigterm_drains_and_marks_killed_exception_marks_failed(
     assert steps == list(range(len(steps))) and len(steps) > 500  # drained: no gap, no loss
 
     other = mlflow_server_factory()
-    failing = _start_job(tmp_path / "b", other.uri, steps=20, sleep=0.0, end="raise RuntimeError('diverged')")
+    failing = _start_job(tmp_path / "b", other.uri, steps=20, sleep=0.0, end="raise")
     _out, err = failing.communicate(timeout=120)
     assert failing.returncode == 1 and "diverged" in err
     mlrun = _mlflow_run(other.uri)

@@ -21,22 +21,13 @@ import tracking_core
 from tests.faults.mlflow_runs import steps_of, the_run
 from tests.helpers.mlflow_server import MlflowServer
 from tests.helpers.nodes import SimulatedNode, simulated_nodes  # noqa: F401
+from tests.helpers.subprocess_python import JOBS
 
 pytest.importorskip("mlflow")
 
 JOB_VARS = ("TRACKING_CORE_RUN_ID", "TORCHELASTIC_RUN_ID", "SLURM_JOB_ID")
 
-WRITER = """
-import json, logging, os, socket, sys, tracking_core
-logging.basicConfig(level=logging.INFO, stream=sys.stderr)
-run = tracking_core.attach(role="critic", config={"critic_lr": 0.25}, writer=True)
-for step in range(3):
-    run.log_metrics({"loss": 1.0 + step}, step=step, step_key="train/step")
-journal = str(run.journal)
-summary = run.finish(timeout=float(sys.argv[1]))
-print("REPORT " + json.dumps({"host": socket.gethostname(), "tracking_dir": str(run.tracking_dir),
-                             "journal": journal, "drained": summary.drained}), flush=True)
-"""
+WRITER = JOBS / "node_dirs_writer.py"
 
 
 def report_of(output: str) -> dict:
@@ -71,7 +62,7 @@ def test_a_writer_on_another_host_writes_only_under_its_own_directory(
 
     node1 = SimulatedNode("node1", tmp_path / "nodes")
     simulated_nodes.append(node1)
-    out = node1.run([sys.executable, "-c", WRITER, "60"], env={"TRACKING_CORE_RUN": run.handle.to_json()}, label="writer")
+    out = node1.run([sys.executable, str(WRITER), "60"], env={"TRACKING_CORE_RUN": run.handle.to_json()}, label="writer")
     assert out.returncode == 0, out.stdout[-4000:]
     report = report_of(out.stdout)
     assert report["host"] == "node1" and report["drained"], out.stdout[-3000:]
@@ -104,18 +95,7 @@ def test_a_writer_on_another_host_writes_only_under_its_own_directory(
     assert mlrun.info.status == "FINISHED"
 
 
-PRIMARY = """
-import os, sys, time, tracking_core
-run = tracking_core.start_run(config={"lr": 0.5})
-for step in range(2):
-    run.log_metrics({"loss": 0.5 - step / 10}, step=step, step_key="train/step")
-run.flush(timeout=60)
-print("STARTED " + run.run_id, flush=True)
-deadline = time.time() + 120
-while not os.path.exists(sys.argv[1]) and time.time() < deadline:
-    time.sleep(0.1)
-run.finish(timeout=60)
-"""
+PRIMARY = JOBS / "node_dirs_primary.py"
 
 
 @pytest.mark.slow
@@ -135,10 +115,10 @@ def test_without_a_handle_the_job_id_finds_the_run_from_another_host(
     node0, node1 = (SimulatedNode(name, tmp_path / "nodes", env=same) for name in ("node0", "node1"))
     simulated_nodes.extend([node0, node1])
     release = tmp_path / "writer-done"
-    primary = node0.start([sys.executable, "-c", PRIMARY, str(release)], label="primary")
+    primary = node0.start([sys.executable, str(PRIMARY), str(release)], label="primary")
     try:
         assert primary.wait_for(r"STARTED (\S+)", 120).group(1) == expected
-        out = node1.run([sys.executable, "-c", WRITER, "60"], label="writer")
+        out = node1.run([sys.executable, str(WRITER), "60"], label="writer")
     finally:
         release.touch()
     assert primary.wait(120) == 0, primary.tail()
@@ -159,13 +139,7 @@ def test_without_a_handle_the_job_id_finds_the_run_from_another_host(
     assert mlrun.info.status == "FINISHED"
 
 
-SECONDARY = """
-import json, sys, tracking_core
-run = tracking_core.attach(role="critic", writer=True, collect=False)
-run.log_metrics({"loss": 1.0}, step=0)
-print(json.dumps({"tracking_dir": str(run.tracking_dir), "journal": str(run.journal)}))
-run.finish(timeout=5)
-"""
+SECONDARY = JOBS / "node_dirs_secondary.py"
 
 
 def test_on_the_primarys_host_tracking_core_dir_moves_a_writer_off_an_unwritable_directory(tmp_path: Path) -> None:

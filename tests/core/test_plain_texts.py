@@ -12,33 +12,10 @@ from pathlib import Path
 import pytest
 
 from tests.core.conftest import make_dist
-from tests.helpers.subprocess_python import run_python
+from tests.helpers.subprocess_python import JOBS, run_python
 
 # A tracker whose constructor aborts its process ($STUCK=abort) or never returns ($STUCK=hang).
-STUCK = """
-    import os, time
-    import tracking_core
-
-    class Stuck:
-        def __init__(self, run):
-            if os.environ.get("STUCK") == "abort":
-                os.abort()
-            if os.environ.get("STUCK") == "hang":
-                time.sleep(3600)
-
-        @tracking_core.hookimpl
-        def open_run(self, run):
-            return {}
-
-        @tracking_core.hookimpl
-        def log_metrics(self, records):
-            pass
-
-    @tracking_core.hookimpl
-    def register_backends(register):
-        from tracking_core.plugin_api import Backend
-        register(Backend("stuck", Stuck))
-"""
+STUCK = (JOBS / "plain_texts_stuck.py").read_text(encoding="utf-8")
 
 GARBLED = re.compile(r"its its|'s its|''s")
 
@@ -47,16 +24,8 @@ def test_a_writers_end_line_never_says_the_run_finished(tmp_path: Path) -> None:
     """A writer that finished its part of a run that failed (the demo's node sampler, a role):
     its line names the writer, and only the primary's says how the run ended."""
     out = run_python(
-        f"""
-        import logging, tracking_core
-        logging.basicConfig(level=logging.INFO, format="%(message)s")
-        run = tracking_core.start_run(backends=["jsonl"], tracking_dir={str(tmp_path)!r})
-        actor = tracking_core.attach(role="actor", writer=True, collect=False)
-        actor.log_metrics({{"x": 1.0}}, step=0)
-        actor.finish()
-        print(actor.label)
-        run.finish(status="FAILED")
-        """
+        JOBS / "plain_texts_writer_end.py",
+        args=[tmp_path],
     )
     label = out.stdout.strip()
     assert f"tracking-core writer {label} finished; jsonl: 1 of 1 values delivered" in out.stderr, out.stderr
@@ -70,13 +39,8 @@ def test_a_tracker_whose_constructor_aborts_or_hangs_is_named_plainly(site: Path
     path = os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH")) if p)
     # Live: the delivery process dies in the constructor three times; the tracker is left out.
     out = run_python(
-        f"""
-        import tracking_core
-        run = tracking_core.start_run(backends=["jsonl", "stuck"], tracking_dir={str(tmp_path)!r})
-        for step in range(10):
-            run.log_metrics({{"x": float(step)}}, step=step)
-        print(run.finish(timeout=30).describe())
-        """,
+        JOBS / "plain_texts_stuck_run.py",
+        args=[tmp_path],
         env={"PYTHONPATH": path, "STUCK": "abort"},
     )
     said = out.stdout + out.stderr

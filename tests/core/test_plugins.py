@@ -6,53 +6,9 @@ import json
 from pathlib import Path
 
 from tests.core.conftest import make_dist
-from tests.helpers.subprocess_python import run_python
+from tests.helpers.subprocess_python import JOBS, run_python
 
-ACME = """
-    import json, os
-    import tracking_core
-
-    LOG = os.environ["ACME_LOG"]
-
-    def _write(event, **data):
-        with open(LOG, "a") as fh:
-            fh.write(json.dumps({"event": event, **data}, default=str) + "\\n")
-
-    class AcmeBackend:
-        def __init__(self, run):
-            self.run = run
-
-        @tracking_core.hookimpl
-        def open_run(self, run):
-            _write("open", run_id=run.run_id)
-            return {"where": "acme://" + run.run_id}
-
-        @tracking_core.hookimpl
-        def attach_run(self, run, attach):
-            _write("attach", role=run.role, attach=dict(attach))
-
-        @tracking_core.hookimpl
-        def log_config(self, config, role):
-            _write("config", role=role, params=dict(config.params))
-
-        @tracking_core.hookimpl
-        def log_metrics(self, records):
-            _write("metrics", names=[r.name for r in records], steps=[r.step for r in records],
-                   axes=[r.axis for r in records], values=[r.value for r in records])
-
-        @tracking_core.hookimpl
-        def close_run(self, status, run):
-            _write("close", status=status.value, primary=run.primary)
-
-    @tracking_core.hookimpl
-    def register_backends(register):
-        from tracking_core.plugin_api import Backend
-        register(Backend("acme", AcmeBackend, description="test backend"))
-
-    @tracking_core.hookimpl
-    def collect_config(role):
-        return {"acme_seed": 7, "acme_role": role}
-"""
+ACME = (JOBS / "plugins_acme.py").read_text(encoding="utf-8")
 
 
 def test_hook_register_backends_third_party_dist_is_listed_and_selected(site: Path, tmp_path: Path) -> None:
@@ -72,20 +28,8 @@ def test_hook_register_backends_third_party_dist_is_listed_and_selected(site: Pa
     assert plugins["jsonl"]["error"] is None
 
     run_python(
-        f"""
-        import argparse, tracking_core
-        parser = argparse.ArgumentParser()
-        tracking_core.add_tracking_options(parser)
-        args = parser.parse_args(["--tracking-backends", "acme,jsonl", "--tracking-dir", {str(tmp_path / "td")!r}])
-        args.lr = 0.5
-        run = tracking_core.start_run(args=args)
-        assert run.backends == ["acme", "jsonl"], run.backends
-        actor = tracking_core.attach(role="actor", writer=True)
-        for step in range(3):
-            actor.log_metrics({{"loss": 1.0 / (step + 1), "reward": step}}, step=step, step_key="train/step")
-        actor.finish()
-        run.finish()
-        """,
+        JOBS / "plugins_acme_run.py",
+        args=[tmp_path / "td"],
         site=site,
         env={"ACME_LOG": str(log)},
     )
@@ -115,13 +59,7 @@ def test_broken_plugin_is_listed_others_keep_working(site: Path, tmp_path: Path)
         {"broken": "broken_plugin", "stranger": "stranger_plugin"},
         {
             "broken_plugin": "raise RuntimeError('boom at import')\n",
-            "stranger_plugin": """
-                import tracking_core
-
-                @tracking_core.hookimpl
-                def log_everything(records):
-                    pass
-            """,
+            "stranger_plugin": (JOBS / "plugins_stranger.py").read_text(encoding="utf-8"),
         },
     )
     listing = run_python("from tracking_core.cli import main; main(['plugins', '--json'])", site=site)
@@ -135,16 +73,8 @@ def test_broken_plugin_is_listed_others_keep_working(site: Path, tmp_path: Path)
     assert "FAILED" in text.stdout and "boom at import" in text.stdout
 
     selecting = run_python(
-        f"""
-        import tracking_core
-        try:
-            tracking_core.start_run(backends=["broken"], tracking_dir={str(tmp_path)!r})
-        except tracking_core.PluginLoadError as exc:
-            print("ERROR:", exc)
-        ok = tracking_core.start_run(backends=["jsonl"], tracking_dir={str(tmp_path)!r})
-        ok.finish()
-        print("jsonl still works")
-        """,
+        JOBS / "plugins_broken_select.py",
+        args=[tmp_path],
         site=site,
     )
     assert "ERROR: tracking backend 'broken' comes from plugin 'broken'" in selecting.stdout
@@ -161,12 +91,7 @@ def test_disabled_plugin_is_never_imported(site: Path, tmp_path: Path) -> None:
         {"noisy_plugin": f"open({str(marker)!r}, 'w').write('imported')\n"},
     )
     out = run_python(
-        """
-        import json, sys
-        from tracking_core.plugins import get_plugin_manager
-        info = get_plugin_manager().plugins["noisy"]
-        print(json.dumps({"disabled": info.disabled, "loaded": "noisy_plugin" in sys.modules}))
-        """,
+        JOBS / "plugins_disabled.py",
         site=site,
         env={"TRACKING_CORE_DISABLE_PLUGINS": "noisy, other"},
     )
@@ -181,16 +106,5 @@ HEAVY = ("wandb", "mlflow", "tensorboardX", "torch", "megatron", "ray")
 
 
 def test_import_and_plugin_listing_import_no_tracker_library() -> None:
-    out = run_python(
-        f"""
-        import sys, io, contextlib
-        import tracking_core
-        after_import = sorted({{m.split(".")[0] for m in sys.modules}} & set({HEAVY!r}))
-        from tracking_core.cli import main
-        with contextlib.redirect_stdout(io.StringIO()):
-            main(["plugins"])
-        after_cli = sorted({{m.split(".")[0] for m in sys.modules}} & set({HEAVY!r}))
-        print(after_import, after_cli)
-        """
-    )
+    out = run_python(JOBS / "plugins_no_tracker_library.py", args=HEAVY)
     assert out.stdout.strip() == "[] []"

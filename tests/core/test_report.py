@@ -16,26 +16,14 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.mlflow_server import MlflowServer, free_port
-from tests.helpers.subprocess_python import python_env, run_python
+from tests.helpers.subprocess_python import JOBS, python_env, run_python
 
 DROP = ("TRACKING_CORE_*", "MLFLOW_*")
 BIN = Path(sys.executable).parent
 
 # A user's script: no logging configured. The primary and an actor writer (a second delivery
 # process, whose own report of the same failure reaches this process) log to MLflow.
-DOWN_JOB = """
-    import sys, tracking_core
-    run = tracking_core.start_run(config={"lr": 0.1}, backends=["mlflow"], tracking_dir=sys.argv[1],
-                                  options={"mlflow_tracking_uri": sys.argv[2]})
-    actor = tracking_core.attach(role="actor", writer=True, collect=False, config={"lr": 0.2})
-    for step in range(5):
-        run.log_metrics({"loss": 1.0 / (step + 1), "reward": float(step)}, step=step)
-        actor.log_metrics({"pg_loss": 0.5}, step=step)
-    print("flushed", actor.flush(timeout=60), run.flush(timeout=60), flush=True)  # tried: it failed
-    actor.finish(timeout=3)
-    run.finish(timeout=6)
-    print("script done", flush=True)
-"""
+DOWN_JOB = JOBS / "report_mlflow_down.py"
 
 
 def _bare_path_env() -> dict[str, str]:
@@ -79,18 +67,7 @@ def test_an_undelivered_run_ends_with_one_block_and_its_command_delivers_it(tmp_
             assert len(client.get_metric_history(runs[0].info.run_id, key)) == n, key
 
 
-START_JOB = """
-    import argparse, logging, sys, tracking_core
-    parser = argparse.ArgumentParser()
-    tracking_core.add_tracking_options(parser)
-    args = parser.parse_args(sys.argv[2:])
-    if args.tracking_dir == "configured":  # an application that configured logging itself
-        logging.basicConfig(level=logging.WARNING, format="APP %(name)s: %(message)s")
-    run = tracking_core.start_run(args=args, backends=["jsonl"], tracking_dir=sys.argv[1])
-    for step in range(3):
-        run.log_metrics({"loss": 1.0, "acc": 0.5}, step=step)
-    run.finish()
-"""
+START_JOB = JOBS / "report_start.py"
 
 
 def _start_job(tmp_path: Path, *args: str, **env: str) -> str:
@@ -146,27 +123,7 @@ def test_a_failure_cause_leaves_out_what_varies_between_calls() -> None:
 
 # A driver with an actor and a critic in its process. With a gate, the job flushes, says so, and
 # logs again only once the gate file exists (the test stops the server in between).
-ROLES_JOB = """
-    import os, sys, time, tracking_core
-    td, uri, gate = sys.argv[1], sys.argv[2], sys.argv[3]
-    run = tracking_core.start_run(backends=["mlflow"], tracking_dir=td, options={"mlflow_tracking_uri": uri})
-    actor = tracking_core.attach(role="actor", writer=True, collect=False)
-    critic = tracking_core.attach(role="critic", writer=True, collect=False)
-    def log(steps):
-        for step in steps:
-            run.log_metrics({"reward": float(step)}, step=step)
-            actor.log_metrics({"pg_loss": 0.5}, step=step)
-            critic.log_metrics({"value_loss": 0.25}, step=step)
-    log(range(5))
-    if gate != "-":
-        print("flushed", [w.flush(timeout=60) for w in (run, actor, critic)], flush=True)
-        while not os.path.exists(gate):
-            time.sleep(0.1)
-        log(range(5, 10))
-    actor.finish(timeout=3)
-    critic.finish(timeout=3)
-    run.finish(timeout=6)
-"""
+ROLES_JOB = JOBS / "report_roles.py"
 
 #: What may come before the incomplete block, in this order: where the run goes, the cause once,
 #: and, where a role's delivery process still runs at the close (its exit timeout), that it does.
@@ -218,30 +175,15 @@ def test_nothing_but_where_and_why_comes_before_the_incomplete_block(tmp_path: P
 
 
 # The demo's layout: a driver that logs nothing itself starts worker processes that attach (the
-# run handle in their environment) and log; its end line speaks for the job.
-DRIVER_JOB = """
-    import subprocess, sys, tracking_core
-    td, uri, worker = sys.argv[1], sys.argv[2], sys.argv[3]
-    run = tracking_core.start_run(backends=["mlflow"], tracking_dir=td, options={"mlflow_tracking_uri": uri})
-    procs = [subprocess.Popen([sys.executable, "-c", worker, role, str(steps), str(keys)]) for role, steps, keys in (("actor", 60, 3), ("critic", 30, 2))]
-    assert [p.wait(180) for p in procs] == [0, 0]
-    run.finish(timeout=60)
-    print("RUN", run.run_id, flush=True)
-"""
-WORKER = """
-import sys, tracking_core
-role, steps, keys = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-writer = tracking_core.attach(role=role, writer=True, collect=False)
-for step in range(steps):
-    writer.log_metrics({f"m{k}": float(step) for k in range(keys)}, step=step)
-writer.finish(timeout=60)
-"""
+# run handle in their environment) and log; its end line speaks for the job. With the URI "-" it
+# logs to jsonl.
+DRIVER_JOB = JOBS / "report_driver.py"
+WORKER = JOBS / "report_worker.py"
 
 
 def test_the_drivers_end_line_counts_its_nodes_writers_for_a_tracker_without_a_registry(tmp_path: Path) -> None:
     """jsonl keeps no writer registry: the driver counts the ends its node's writers left."""
-    driver = DRIVER_JOB.replace('backends=["mlflow"]', 'backends=["jsonl"]').replace(', options={"mlflow_tracking_uri": uri}', "")
-    job = run_python(driver, args=[tmp_path / "td", "-", WORKER], drop=DROP, timeout=300)
+    job = run_python(DRIVER_JOB, args=[tmp_path / "td", "-", WORKER], drop=DROP, timeout=300)
     ends = [line for line in job.stderr.splitlines() if line.startswith("tracking-core: run ") and "started" not in line]
     assert ends == ["tracking-core: run FINISHED; jsonl: 240 of 240 values delivered (actor 180, critic 60; the driver logged none)"], job.stderr
     held = [json.loads(line) for path in (tmp_path / "td" / "jsonl").rglob("*.jsonl") for line in path.read_text().splitlines()]

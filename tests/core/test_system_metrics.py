@@ -23,7 +23,7 @@ import pytest
 from tracking_jsonl.reader import find_run, read_run
 
 import tracking_core
-from tests.helpers.subprocess_python import finish_python, python_env, start_python
+from tests.helpers.subprocess_python import JOBS, finish_python, python_env, start_python
 from tracking_core import options as opts
 from tracking_core import settings, system_metrics, system_readers
 
@@ -37,49 +37,7 @@ GPU_PARTS = ("utilization", "memory_used_gib", "power_w", "temperature_c")
 #: One process of a job: the primary (MODE=primary) or a process attaching with the handle in
 #: $TRACKING_CORE_RUN. It logs a training metric every 20 ms for SECONDS, holds on until the file
 #: $HOLD exists (if set), finishes (the primary) or just exits, and says what its sampler did.
-WORKER = """
-import json, logging, os, sys, threading, time
-logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-import tracking_core
-from tracking_core import system_metrics
-
-args = None
-if "OPTION" in os.environ:
-    import argparse
-    args = argparse.Namespace(tracking_system_metrics=os.environ["OPTION"])
-if os.environ["MODE"] == "primary":
-    run = tracking_core.start_run(args=args, backends=os.environ["BACKENDS"], name="system")
-    print("HANDLE " + run.handle.to_json(), flush=True)
-else:
-    run = tracking_core.attach(role=os.environ["ROLE"], args=args, writer=os.environ["WRITER"] == "1")
-sampler = system_metrics.sampler_for(run.handle.run_id)
-print("SAMPLER", json.dumps({"sampling": bool(sampler and sampler.sampling), "pid": os.getpid()}), flush=True)
-steps, gaps = 0, []
-until = time.monotonic() + float(os.environ.get("SECONDS", "1.5"))
-while time.monotonic() < until:
-    begin = time.perf_counter()
-    run.log_metrics({"train/loss": 1.0 / (steps + 1)}, step=steps, step_key="train/step")
-    steps += 1
-    time.sleep(0.02)
-    gaps.append(time.perf_counter() - begin)
-hold = os.environ.get("HOLD")
-while hold and not os.path.exists(hold):
-    time.sleep(0.05)
-summary = None
-if os.environ["MODE"] == "primary":
-    began = time.monotonic()
-    summary = run.finish(timeout=30)
-    summary = f"{summary.describe()} ({time.monotonic() - began:.1f} s)"
-after = sorted(t.name for t in threading.enumerate() if t.name.startswith("tracking-core-system"))
-sampler = system_metrics.sampler_for(run.handle.run_id) or sampler
-print("DONE", json.dumps({
-    "steps": steps, "longest_step_s": max(gaps, default=0.0),
-    "sampling": bool(sampler and sampler.sampling), "samples": sampler.samples if sampler else 0,
-    "threads": sorted(t.name for t in threading.enumerate()),
-    "sampler_thread_is_main": bool(sampler) and sampler._thread is threading.main_thread(),
-    "summary": summary, "threads_after_finish": after if os.environ["MODE"] == "primary" else None,
-}), flush=True)
-"""
+WORKER = JOBS / "system_metrics_worker.py"
 
 
 def _env(tracking_dir: Path, **extra: str) -> dict[str, str]:
@@ -93,7 +51,7 @@ def _start(tracking_dir: Path, *, wrap: list[str] | None = None, cwd: Path | Non
     if wrap is None:
         return start_python(WORKER, env=_env(tracking_dir, **env), drop=DROP, cwd=cwd)
     return subprocess.Popen(
-        [*wrap, sys.executable, "-c", WORKER],
+        [*wrap, sys.executable, str(WORKER)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -200,21 +158,7 @@ def test_a_setting_that_is_neither_is_off_with_a_warning(text: str, caplog: pyte
 
 
 #: A process that starts the run and attaches a role (each asks for the interval), logs, finishes.
-TWO_CALLS = """
-import json, logging, sys
-logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-import tracking_core
-from tracking_core import system_metrics
-
-run = tracking_core.start_run(backends="jsonl", name="interval")
-critic = tracking_core.attach(role="critic", writer=True, collect=False)
-sampler = system_metrics.sampler_for(run.handle.run_id)
-for step in range(3):
-    critic.log_metrics({"loss": 1.0 / (step + 1)}, step=step)
-critic.finish(timeout=20)
-summary = run.finish(timeout=20)
-print("DONE", json.dumps({"interval": sampler.interval if sampler else None, "summary": summary.describe()}), flush=True)
-"""
+TWO_CALLS = JOBS / "system_metrics_two_calls.py"
 
 
 @pytest.mark.parametrize(

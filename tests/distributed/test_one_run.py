@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 import tracking_core
-from tests.helpers.subprocess_python import run_python
+from tests.helpers.subprocess_python import JOBS, run_python
 from tests.helpers.tb_events import read_logdir
 from tests.helpers.wandb_offline import W_VARS, find_offline_runs, offline_env, read_offline_runs
 
-WORKER = Path(__file__).with_name("role_worker.py")
+WORKER = JOBS / "role_worker.py"
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -144,15 +144,5 @@ def test_driver_actor_and_critic_worlds_share_one_run(tmp_path: Path, monkeypatc
 
 
 def test_megatron_is_not_imported_by_tracking_core(tmp_path: Path) -> None:
-    out = run_python(
-        f"""
-        import sys, torch.distributed
-        import tracking_core
-        run = tracking_core.start_run(backends=["jsonl"], tracking_dir={str(tmp_path)!r})
-        child = tracking_core.attach(role="actor")
-        child.log_metrics({{"x": 1.0}}, step=0)
-        child.finish(); run.finish()
-        print(sorted(m for m in sys.modules if m.startswith("megatron")))
-        """
-    )
+    out = run_python(JOBS / "one_run_no_megatron.py", args=[tmp_path])
     assert out.stdout.strip() == "[]"

@@ -15,9 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.distributed import megatron_reduce_worker as megatron_job
-from tests.distributed import reduce_worker as job
 from tests.helpers.torchrun import job_env, torchrun
+from tests.jobs import megatron_reduce_worker as megatron_job
+from tests.jobs import reduce_worker as job
 
 
 def _ranks(step: int) -> list[int]:
@@ -129,7 +129,7 @@ def test_ranks_killed_after_their_last_step_keep_it(tmp_path: Path) -> None:
     """Every rank, the writer too, is SIGKILLed a few seconds after its last step without a
     flush or finish (a training actor at Ray's teardown): the last step goes idle, is published
     and logged, and the writer's delivery process delivers it from the journal."""
-    from tests.distributed import killed_worker as killed
+    from tests.jobs import killed_worker as killed
 
     kill_after = 1.0 + 2.5  # the reducer's idle time, then the writer's poll and journal
     env = job_env(tmp_path, REPORT_DIR=str(tmp_path), KILL_AFTER=str(kill_after), TRACKING_CORE_BACKENDS="jsonl")

@@ -16,9 +16,10 @@ from typing import Any
 import pytest
 
 from tests.helpers.mlflow_server import MlflowServer
+from tests.helpers.subprocess_python import JOBS
 from tests.helpers.torchrun import job_env, torchrun
 
-WORKER = Path(__file__).with_name("split_worker.py")
+WORKER = JOBS / "split_worker.py"
 STEPS = 6
 RUN_ID_TAG = "tracking_core.run_id"
 

@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.subprocess_python import JOBS
 from tests.helpers.torchrun import job_env, torchrun
 
-WORKER = Path(__file__).with_name("exit_worker.py")
+WORKER = JOBS / "exit_worker.py"
 
 
 def _world(tmp_path: Path, plain: bool) -> tuple[subprocess.CompletedProcess[str], list[dict[str, bool]], float]:

@@ -1,8 +1,8 @@
 """Fault injection: a backend whose failures are switched by environment variables, jobs run as
 scripts in a fresh interpreter, tmpfs mounts, and readers for what the backend received.
 
-**The fault backend** is a real installed distribution (``make_dist``) with the entry point
-``faulty``, so every interpreter of a job -- the training process, its delivery process and
+**The fault backend** (tests/jobs/faulty_tracking.py) is a real installed distribution
+(``make_dist``) with the entry point ``faulty``, so every interpreter of a job -- the training process, its delivery process and
 ``tracking-core sync`` -- loads it through the ``tracking_core`` entry-point group. It offers two
 backends: ``faulty``, whose behaviour the switches below change, and ``steady``, which records
 the same lines and never fails (the reference for "skipped for that tracker only"). Every switch
@@ -28,12 +28,13 @@ Lines: ``open`` / ``attach`` (role, primary, training pid), ``config`` (namespac
 ``histogram`` (counts, count), ``text`` (text), ``artifact`` (sha256, size, snapshot, kind),
 ``close`` (status, primary) and, for a refused call, ``refused`` (hook, why).
 
-**Jobs** (:func:`start_job` / :func:`run_job`) are scripts written to a file (so
-``multiprocessing``'s spawn can re-import them) behind :data:`PRELUDE`, which keeps every
-WARNING-or-worse log record and Python warning the process emitted and prints them at exit as a
-``WARNINGS`` line; ``report(...)`` prints a ``RESULT`` line. Neither needs anything of
-tracking-core beyond its public API, except ``delivery_pid`` (``run._delivery.pid``, falling back
-to the pid that last opened or attached the fault backend).
+**Jobs** (:func:`start_job` / :func:`run_job`) are files of tests/jobs (so ``multiprocessing``'s
+spawn can load them again) that load ``fault_prelude`` (tests/jobs/fault_prelude.py) first,
+which keeps every WARNING-or-worse log record and Python warning the process emitted and prints
+them at exit as a ``WARNINGS`` line; its ``report(...)`` prints a ``RESULT`` line. Neither needs
+anything of tracking-core beyond its public API, except ``delivery_pid`` (``run._delivery.pid``,
+falling back to the pid that last opened or attached the fault backend). A job given as text
+runs behind :data:`PRELUDE`, the prelude's own text.
 """
 
 from __future__ import annotations
@@ -57,157 +58,6 @@ import pytest
 from tests.core.conftest import make_dist
 from tests.helpers.subprocess_python import JOBS, python_env
 
-FAULTY = '''
-    """A fault-injection backend for tracking-core's fault suite (see tests/faults/conftest.py)."""
-
-    import json
-    import os
-    import time
-
-    import tracking_core
-
-
-    def _line(obj):
-        return json.dumps(obj, default=lambda o: f"<{type(o).__name__}>") + "\\n"
-
-
-    def emit(*objs):
-        path = os.environ.get("FAULT_OUT")
-        if not path or not objs:
-            return
-        pid = os.getpid()
-        data = "".join(_line({**o, "pid": pid}) for o in objs).encode()
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            os.write(fd, data)
-        finally:
-            os.close(fd)
-
-
-    def _value(v):
-        return v if isinstance(v, (int, float, str, type(None))) else repr(v)
-
-
-    class Faulty:
-        name = "faulty"
-        faults = True
-
-        def __init__(self, run):
-            self.context = run
-
-        def _gate(self, hook):
-            if not self.faults:
-                return
-            if hook in ("open_run", "attach_run"):
-                time.sleep(float(os.environ.get("FAULT_SLOW_CONNECT") or 0))
-            down = os.environ.get("FAULT_DOWN_FILE")
-            if down and os.path.exists(down):
-                emit({"ev": "refused", "b": self.name, "hook": hook, "why": "down"})
-                raise ConnectionError(f"{self.name} tracker unreachable (FAULT_DOWN_FILE exists)")
-
-        @tracking_core.hookimpl
-        def open_run(self, run):
-            self._gate("open_run")
-            emit({"ev": "open", "b": self.name, "run_id": run.run_id, "primary": run.primary,
-                  "role": run.role, "training": run.pid})
-            return {"opened": run.run_id}
-
-        @tracking_core.hookimpl
-        def attach_run(self, run, attach):
-            self._gate("attach_run")
-            emit({"ev": "attach", "b": self.name, "run_id": run.run_id, "primary": run.primary,
-                  "role": run.role, "training": run.pid})
-
-        @tracking_core.hookimpl
-        def log_config(self, config, role):
-            self._gate("log_config")
-            if self.faults and os.environ.get("FAULT_FAIL_CONFIG") == config.namespace:
-                emit({"ev": "refused", "b": self.name, "hook": "log_config",
-                      "namespace": config.namespace, "why": "FAULT_FAIL_CONFIG"})
-                raise RuntimeError(f"config {config.namespace!r} refused (FAULT_FAIL_CONFIG)")
-            try:
-                params = json.loads(_line(dict(config.params)))
-            except Exception as exc:  # the params must be plain data; say so if they are not
-                params = {"<unserialisable>": repr(exc)}
-            emit({"ev": "config", "b": self.name, "namespace": config.namespace, "role": role,
-                  "params": params})
-
-        @tracking_core.hookimpl
-        def log_metrics(self, records):
-            self._gate("log_metrics")
-            if self.faults:
-                slow = float(os.environ.get("FAULT_SLOW") or 0)
-                if slow:
-                    time.sleep(slow)
-                reject = os.environ.get("FAULT_REJECT_KEY")
-                if reject is not None and any(r.name == reject or r.key == reject for r in records):
-                    emit({"ev": "refused", "b": self.name, "hook": "log_metrics", "why": "key",
-                          "key": reject})
-                    raise ValueError("invalid metric key in this batch (FAULT_REJECT_KEY)")
-            if os.environ.get("FAULT_COUNT_ONLY") == "1":
-                emit({"ev": "batch", "b": self.name, "n": len(records)})
-                return
-            emit(*({"ev": "metric", "b": self.name, "name": r.name, "key": _value(r.key),
-                    "step": r.step, "value": _value(r.value),
-                    "ts": getattr(r, "timestamp", None)} for r in records))
-
-        def _rich(self, hook, record, **fields):
-            self._gate(hook)
-            if self.faults and os.environ.get("FAULT_REJECT_KEY") == record.key:
-                emit({"ev": "refused", "b": self.name, "hook": hook, "why": "key", "key": record.key})
-                raise ValueError(f"invalid {hook} key (FAULT_REJECT_KEY)")
-            emit({"ev": hook[4:], "b": self.name, "name": record.name, "key": record.key,
-                  "step": getattr(record, "step", None), "ts": record.timestamp, **fields})
-
-        @tracking_core.hookimpl
-        def log_table(self, table):
-            self._rich("log_table", table, columns=list(table.columns), rows=[list(r) for r in table.rows])
-
-        @tracking_core.hookimpl
-        def log_histogram(self, histogram):
-            self._rich("log_histogram", histogram, counts=list(histogram.counts), count=histogram.count)
-
-        @tracking_core.hookimpl
-        def log_text(self, text):
-            self._rich("log_text", text, text=text.text)
-
-        @tracking_core.hookimpl
-        def log_artifact(self, artifact):
-            self._rich("log_artifact", artifact, sha256=artifact.sha256(), size=artifact.size,
-                       snapshot=artifact.snapshot, kind=artifact.kind)
-
-        @tracking_core.hookimpl
-        def close_run(self, status, run):
-            self._gate("close_run")
-            if self.faults and os.environ.get("FAULT_FAIL_CLOSE") == "1":
-                emit({"ev": "refused", "b": self.name, "hook": "close_run", "why": "FAULT_FAIL_CLOSE"})
-                raise RuntimeError("close refused (FAULT_FAIL_CLOSE)")
-            emit({"ev": "close", "b": self.name, "status": getattr(status, "value", str(status)),
-                  "primary": run.primary, "role": run.role})
-
-
-    class Steady(Faulty):
-        """The same lines, never a failure."""
-
-        name = "steady"
-        faults = False
-
-
-    @tracking_core.hookimpl
-    def register_backends(register):
-        batch = os.environ.get("FAULT_MAX_BATCH")
-        for name, cls in (("faulty", Faulty), ("steady", Steady)):
-            if batch:
-                try:
-                    from tracking_core.plugin_api import Backend
-                    register(Backend(name, cls, max_batch=int(batch)))
-                    continue
-                except TypeError:
-                    pass
-            from tracking_core.plugin_api import Backend
-            register(Backend(name, cls))
-'''
-
 #: Put before every job's code: keep WARNING+ log records and Python warnings, print them at exit.
 #: The prelude of every job (tests/jobs/fault_prelude.py): a job file imports it first; a job
 #: given as text runs behind its text.
@@ -222,7 +72,8 @@ DROP = ("TRACKING_CORE_*", "MLFLOW_*", "WANDB_*", "FAULT_*", "PYTEST_*")
 def fault_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A "site" directory holding the fault backend as an installed distribution."""
     site = tmp_path_factory.mktemp("fault-site")
-    make_dist(site, "faulty-tracking", {"faulty": "faulty_tracking"}, {"faulty_tracking": FAULTY})
+    backend = (JOBS / "faulty_tracking.py").read_text(encoding="utf-8")
+    make_dist(site, "faulty-tracking", {"faulty": "faulty_tracking"}, {"faulty_tracking": backend})
     return site
 
 
@@ -469,7 +320,7 @@ def start_job(
 
 
 def run_job(
-    code: str,
+    code: str | Path,
     env: Mapping[str, str],
     *,
     workdir: Path,
@@ -486,7 +337,7 @@ def jobs(tmp_path: Path) -> Iterator[Callable[..., Job]]:
     when the test ends is killed with its whole process group."""
     started: list[Job] = []
 
-    def start(code: str, env: Mapping[str, str], **kwargs: Any) -> Job:
+    def start(code: str | Path, env: Mapping[str, str], **kwargs: Any) -> Job:
         job = start_job(code, env, workdir=tmp_path, **kwargs)
         started.append(job)
         return job

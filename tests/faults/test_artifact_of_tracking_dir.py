@@ -11,22 +11,9 @@ from collections import Counter
 from pathlib import Path
 
 from tests.faults.conftest import DROP, explain_sync, sync
-from tests.helpers.subprocess_python import python_env
+from tests.helpers.subprocess_python import JOBS, python_env
 
-JOB = """
-import tracking_core
-
-run = tracking_core.start_run(backends=["jsonl"], tracking_dir="tr")
-for step in range(100):
-    run.log_metrics({"v": step}, step=step)
-run.flush(timeout=30)
-run.log_artifact(".", name="workdir")
-run.log_artifact(".", name="workdir-again")
-for step in range(100, 200):
-    run.log_metrics({"v": step}, step=step)
-summary = run.finish(timeout=60)
-report(run_id=run.run_id, summary=summ(summary))
-"""
+JOB = JOBS / "artifact_of_tracking_dir.py"
 
 
 def test_an_artifact_of_the_working_directory_leaves_the_journals_out(tmp_path: Path, jobs) -> None:

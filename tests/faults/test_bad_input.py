@@ -15,36 +15,13 @@ from pathlib import Path
 import pytest
 
 from tests.faults.conftest import DROP, Faults, explain_sync, once, only, sync
-from tests.helpers.subprocess_python import python_env
+from tests.helpers.subprocess_python import JOBS, python_env
 from tests.helpers.wandb_offline import offline_env, read_job
 
 STEPS = 20
 PLAIN = ["ok", "nan", "inf", "ninf", "t_scalar"]
 
-JOB = """
-import math, sys
-import torch
-import tracking_core
-
-run = tracking_core.start_run(backends=["faulty", "steady"], tracking_dir=sys.argv[1])
-raised = []
-for step in range(int(sys.argv[2])):
-    batch = {
-        "ok": float(step), "nan": math.nan, "inf": math.inf, "ninf": -math.inf,
-        "huge": 10**400, "bad/key": 1.0, 1: 2.0, None: 3.0, (1, 2): 4.0,
-        "text": "abc", "t_scalar": torch.tensor(1.5), "t_vec": torch.ones(3),
-    }
-    try:
-        run.log_metrics(batch, step=step)
-    except BaseException as exc:
-        raised.append(repr(exc))
-try:
-    summary = run.finish(timeout=20)
-except BaseException as exc:
-    raised.append(repr(exc))
-    summary = None
-report(raised=raised, per_step=len(batch), summary=summ(summary))
-"""
+JOB = JOBS / "bad_input.py"
 
 
 @pytest.mark.slow
@@ -91,14 +68,7 @@ def test_worst_input_never_raises_and_a_rejected_key_is_skipped_for_that_tracker
     assert faults.metrics(raw=True) == faulty
 
 
-WANDB_JOB = """
-import sys, tracking_core
-run = tracking_core.start_run(backends=["wandb"], tracking_dir=sys.argv[1])
-for step in range(201):
-    run.log_metrics({"": 1.0, "x": float(step)}, step=step, step_key="train/step")
-summary = run.finish(timeout=60)
-report(run_id=run.run_id, summary=summ(summary))
-"""
+WANDB_JOB = JOBS / "bad_input_wandb.py"
 
 
 @pytest.mark.slow

@@ -14,23 +14,9 @@ from pathlib import Path
 import pytest
 
 from tests.faults.conftest import Faults, explain_sync, journal_files, once, sync
+from tests.helpers.subprocess_python import JOBS
 
-STOPPED_JOB = """
-import signal, sys, tracking_core
-run = tracking_core.start_run(backends=["faulty"], tracking_dir=sys.argv[1])
-for step in range(2000):
-    run.log_metrics({"x": float(step)}, step=step)
-pid = delivery_pid(run)
-print(f"DELIVERY {pid}", flush=True)
-run.flush(1.0)  # delivery is under way
-_os.kill(pid, signal.SIGSTOP)
-t0 = _time.monotonic()
-summary = run.finish(timeout=5)
-took = _time.monotonic() - t0
-with __import__("contextlib").suppress(ProcessLookupError):
-    _os.kill(pid, signal.SIGKILL)  # a stopped process ignores everything else
-report(took=took, summary=summ(summary))
-"""
+STOPPED_JOB = JOBS / "bounds_stopped.py"
 
 
 @pytest.mark.slow
@@ -56,24 +42,7 @@ def test_finish_returns_in_time_with_a_stopped_delivery_process(
     assert journal_files(td) == []
 
 
-KILLED_JOB = """
-import signal, sys, threading, tracking_core
-run = tracking_core.start_run(backends=["faulty"], tracking_dir=sys.argv[1])
-for step in range(5000):
-    run.log_metrics({"x": float(step)}, step=step)
-pid = delivery_pid(run)
-
-
-def kill_soon():
-    _time.sleep(0.7)
-    _os.kill(pid, signal.SIGKILL)
-
-
-threading.Thread(target=kill_soon).start()
-t0 = _time.monotonic()
-summary = run.finish(timeout=30)
-report(took=_time.monotonic() - t0, killed=pid, summary=summ(summary))
-"""
+KILLED_JOB = JOBS / "bounds_killed.py"
 
 
 @pytest.mark.slow
@@ -98,28 +67,7 @@ def test_a_delivery_process_killed_during_finish_is_restarted_and_everything_del
     assert journal_files(td) == []
 
 
-DOWN_JOB = """
-import sys, tracking_core
-td = sys.argv[1]
-t0 = _time.monotonic()
-run = tracking_core.start_run(backends=["faulty"], tracking_dir=td, config={"lr": 0.1})
-start_took = _time.monotonic() - t0
-t0 = _time.monotonic()
-actor = tracking_core.attach(role="actor", writer=True, collect=False, config={"lr": 0.2})
-attach_took = _time.monotonic() - t0
-for step in range(50):  # ~2 s of failures: every circuit is open by the end
-    run.log_metrics({"x": float(step)}, step=step)
-    actor.log_metrics({"loss": step / 10}, step=step)
-    _time.sleep(0.04)
-t0 = _time.monotonic()
-secondary = actor.finish(timeout=5)
-secondary_took = _time.monotonic() - t0
-t0 = _time.monotonic()
-primary = run.finish(timeout=5)
-primary_took = _time.monotonic() - t0
-report(start_took=start_took, attach_took=attach_took, secondary_took=secondary_took,
-       primary_took=primary_took, secondary=summ(secondary), primary=summ(primary))
-"""
+DOWN_JOB = JOBS / "bounds_down.py"
 
 
 @pytest.mark.slow
@@ -153,19 +101,7 @@ def test_a_tracker_that_is_down_never_holds_up_start_or_finish(
     assert journal_files(td) == []
 
 
-SLOW_OPEN_JOB = """
-import sys, tracking_core
-run = tracking_core.start_run(backends=["faulty", "steady"], tracking_dir=sys.argv[1])
-actor = tracking_core.attach(role="actor", writer=True, collect=False)
-for step in range(5):
-    actor.log_metrics({"loss": step / 10}, step=step)
-t0 = _time.monotonic()
-flushed = actor.flush(timeout=60)
-seen = [_json.loads(line) for line in open(_os.environ["FAULT_OUT"])]
-report(flushed=flushed, took=_time.monotonic() - t0,
-       delivered=sorted((c["b"], c["step"]) for c in seen if c["ev"] == "metric"))
-run.finish(timeout=20)
-"""
+SLOW_OPEN_JOB = JOBS / "bounds_slow_open.py"
 
 
 @pytest.mark.slow

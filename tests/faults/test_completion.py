@@ -9,17 +9,9 @@ from pathlib import Path
 import pytest
 
 from tests.faults.conftest import Faults, explain_sync, journal_files, once, sync
+from tests.helpers.subprocess_python import JOBS
 
-CLOSE_JOB = """
-import sys, tracking_core
-run = tracking_core.start_run(backends=["faulty", "steady"], tracking_dir=sys.argv[1],
-                              config={"lr": 0.1})
-for step in range(50):
-    run.log_metrics({"loss": step / 10}, step=step)
-t0 = _time.monotonic()
-summary = run.finish(timeout=5)
-report(took=_time.monotonic() - t0, summary=summ(summary))
-"""
+CLOSE_JOB = JOBS / "completion_close.py"
 
 
 @pytest.mark.slow
@@ -57,19 +49,7 @@ def test_a_close_that_always_fails_keeps_the_journal_and_sync_retries_it(
     assert journal_files(td) == []
 
 
-CONFIG_JOB = """
-import sys, tracking_core
-run = tracking_core.start_run(backends=["faulty", "steady"], tracking_dir=sys.argv[1],
-                              config={"lr": 0.1})
-critic = tracking_core.attach(role="critic", writer=True, collect=False, config={"lr": 1e-5})
-for step in range(30):
-    critic.log_metrics({"value_loss": step / 10}, step=step)
-t0 = _time.monotonic()
-critic_summary = critic.finish(timeout=5)
-took = _time.monotonic() - t0
-primary_summary = run.finish(timeout=5)
-report(took=took, critic=summ(critic_summary), primary=summ(primary_summary))
-"""
+CONFIG_JOB = JOBS / "completion_config.py"
 
 
 @pytest.mark.slow
@@ -106,25 +86,7 @@ def test_a_config_that_always_fails_is_reported_kept_and_synced_without_holding_
     assert journal_files(td) == []
 
 
-OUTAGE_JOB = """
-import sys, tracking_core
-down = _os.environ["FAULT_DOWN_FILE"]
-run = tracking_core.start_run(backends=["faulty"], tracking_dir=sys.argv[1])
-for step in range(20):
-    run.log_metrics({"loss": step / 10}, step=step)
-flushed = run.flush(30)  # the run is open and everything so far delivered
-open(down, "w").close()  # then an outage, longer than a few retries' backoff
-run.log_config({"late_lr": 0.5})
-t_down = _time.monotonic()
-step = 20
-while _time.monotonic() - t_down < 15:
-    run.log_metrics({"loss": step / 10}, step=step)
-    step += 1
-    _time.sleep(0.25)
-_os.remove(down)  # the tracker is back
-summary = run.finish(timeout=25)
-report(flushed=flushed, steps=step, summary=summ(summary))
-"""
+OUTAGE_JOB = JOBS / "completion_outage.py"
 
 
 @pytest.mark.slow

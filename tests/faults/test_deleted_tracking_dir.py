@@ -23,6 +23,7 @@ import pytest
 from tests.faults.conftest import Faults, explain_sync, journal_files, missing_and_extra, once, sync
 from tests.faults.mlflow_runs import steps_of, the_run
 from tests.helpers.mlflow_server import MlflowServer
+from tests.helpers.subprocess_python import JOBS
 from tracking_core.delivery.journal import (
     FOLLOWER_LOCK,
     META,
@@ -147,23 +148,7 @@ def missing(seen: list[int], count: int) -> str:
 
 
 # -- a real training process, a real MLflow server -----------------------------------------------
-JOB = """
-import sys, time, tracking_core
-uri, td, mode = sys.argv[1], sys.argv[2], sys.argv[3]
-run = tracking_core.start_run(backends=["mlflow", "jsonl", "steady"], tracking_dir=td,
-                              config={"lr": 0.1}, options={"mlflow_tracking_uri": uri})
-print(f"DELIVERY {delivery_pid(run)}", flush=True)
-for step in range(STEPS):
-    run.log_metrics({"loss": step / 10}, step=step, step_key="train/step")
-    if step == 700:
-        print("HALF", flush=True)  # the test deletes the tracking directory now; logging goes on
-    if mode == "kill" and step == 1200:
-        print("LOGGED", flush=True)
-        time.sleep(120)  # killed here
-    time.sleep(0.002)
-summary = run.finish(timeout=20)
-report(run_id=run.run_id, summary=summ(summary), journal=str(run.journal))
-""".replace("STEPS", str(STEPS))
+JOB = JOBS / "deleted_tracking_dir.py"
 
 DELETED = "was deleted while the run went on"
 
@@ -185,7 +170,7 @@ def test_the_tracking_dir_deleted_mid_run(
     mlflow_server: MlflowServer, faults: Faults, tmp_path: Path, jobs
 ) -> None:
     td = tmp_path / "td"
-    job = jobs(JOB, faults.env(), args=[mlflow_server.uri, td, "finish"])
+    job = jobs(JOB, faults.env(), args=[mlflow_server.uri, td, "finish", STEPS])
     job.readline_until("HALF")
     _delete_while_running(td)
     job.wait(90)
@@ -222,7 +207,7 @@ def test_deleted_then_killed_sync_delivers_the_rest(
     mlflow_server: MlflowServer, faults: Faults, tmp_path: Path, jobs
 ) -> None:
     td = tmp_path / "td"
-    job = jobs(JOB, faults.env(), args=[mlflow_server.uri, td, "kill"])
+    job = jobs(JOB, faults.env(), args=[mlflow_server.uri, td, "kill", STEPS])
     delivery = int(job.readline_until("DELIVERY "))
     job.readline_until("HALF")
     _delete_while_running(td)
@@ -250,20 +235,7 @@ def test_deleted_then_killed_sync_delivers_the_rest(
     assert journal_files(td) == []
 
 
-ORPHAN_JOB = """
-import sys, time, tracking_core
-run = tracking_core.start_run(backends=["mlflow", "steady"], tracking_dir=sys.argv[2],
-                              options={"mlflow_tracking_uri": sys.argv[1]})
-for step in range(1000):
-    run.log_metrics({"loss": step / 10}, step=step)
-run.flush(60)  # both trackers have the run open
-for step in range(1000, 1500):
-    run.log_metrics({"loss": step / 10}, step=step)
-time.sleep(1.0)  # journaled
-report(run_id=run.run_id)
-print("LOGGED", flush=True)
-time.sleep(120)  # killed here, before its pump meets the deletion
-"""
+ORPHAN_JOB = JOBS / "deleted_tracking_dir_orphan.py"
 
 
 @pytest.mark.slow

@@ -26,21 +26,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.faults.conftest import PRELUDE, Faults, journal_files
+from tests.faults.conftest import Faults, journal_files
+from tests.helpers.subprocess_python import JOBS
 
-PIPED_JOB = """
-import signal, sys, tracking_core
-run = tracking_core.start_run(backends=["steady", "faulty"], tracking_dir=sys.argv[1])
-for step in range(300):
-    run.log_metrics({"x": float(step)}, step=step)
-run.log_metrics({"refused": 1.0}, step=0)  # faulty refuses it: a warning from the delivery process
-run.flush(30)
-pid = delivery_pid(run)
-print(f"DELIVERY {pid}", flush=True)
-_os.kill(pid, signal.SIGSTOP)
-run.finish(timeout=1)
-report(run_id=run.run_id, label=run.label)
-"""
+PIPED_JOB = JOBS / "delivery_output_piped.py"
 
 
 def _read_to_eof(stream, lines: list[str], done: threading.Event) -> None:
@@ -52,11 +41,9 @@ def _read_to_eof(stream, lines: list[str], done: threading.Event) -> None:
 @pytest.mark.slow
 def test_a_pipe_from_training_closes_when_training_ends(faults: Faults, tmp_path: Path) -> None:
     td = tmp_path / "td"
-    script = tmp_path / "train.py"
-    script.write_text(PRELUDE + PIPED_JOB)
     # train.py 2>&1 | cat: one pipe for both, read to its end.
     proc = subprocess.Popen(
-        [sys.executable, str(script), str(td)],
+        [sys.executable, str(PIPED_JOB), str(td)],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -93,56 +80,12 @@ def test_a_pipe_from_training_closes_when_training_ends(faults: Faults, tmp_path
             os.killpg(proc.pid, signal.SIGKILL)
 
 
-STOPPED_JOB = """
-import signal, sys, tracking_core
-runs = []
-for i in range(int(sys.argv[2])):
-    run = tracking_core.start_run(backends=["steady"], tracking_dir=sys.argv[1])
-    for step in range(300):
-        run.log_metrics({"x": float(step)}, step=step)
-    run.flush(30)  # the data is complete; only the close is left
-    pid = delivery_pid(run)
-    print(f"DELIVERY {pid}", flush=True)
-    _os.kill(pid, signal.SIGSTOP)
-    runs.append(run)
-for run in runs:
-    report(summary=summ(run.finish(timeout=1)))
-"""
+STOPPED_JOB = JOBS / "delivery_output_stopped.py"
 
 #: Runs a command with this process as the subreaper of everything it starts: the keepers its
 #: job leaves behind are reaped here, each with its delivery process's exit code. The job ends,
 #: every delivery process it stopped is continued, and the codes are printed.
-HARNESS = """
-import contextlib, ctypes, json, os, signal, subprocess, sys, time
-if ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) != 0:  # PR_SET_CHILD_SUBREAPER
-    print("NO-SUBREAPER", flush=True)
-    sys.exit(0)
-job = subprocess.Popen(sys.argv[1:], stdout=subprocess.PIPE, text=True)
-pids = []
-for line in job.stdout:
-    sys.stdout.write(line)
-    if line.startswith("DELIVERY "):
-        pids.append(int(line.split()[1]))
-job.wait()
-time.sleep(0.5)
-for pid in pids:
-    os.kill(pid, signal.SIGCONT)
-codes = {}
-deadline = time.monotonic() + 60
-while len(codes) < len(pids) and time.monotonic() < deadline:
-    try:
-        pid, status = os.waitpid(-1, os.WNOHANG)
-    except ChildProcessError:
-        break
-    if pid == 0:
-        time.sleep(0.05)
-    else:
-        codes[pid] = os.waitstatus_to_exitcode(status)
-print("CODES " + json.dumps(codes), flush=True)
-for pid in pids:
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGKILL)
-"""
+HARNESS = JOBS / "delivery_output_harness.py"
 
 RACES = 6
 
@@ -150,14 +93,10 @@ RACES = 6
 @pytest.mark.slow
 def test_stopped_then_continued_after_training_exited(faults: Faults, tmp_path: Path) -> None:
     td = tmp_path / "td"
-    job = tmp_path / "train.py"
-    job.write_text(PRELUDE + STOPPED_JOB)
-    harness = tmp_path / "harness.py"
-    harness.write_text(HARNESS)
     err = tmp_path / "harness.stderr"  # where the delivery processes' output went before
     with open(err, "w") as stderr:
         done = subprocess.run(
-            [sys.executable, str(harness), sys.executable, str(job), str(td), str(RACES)],
+            [sys.executable, str(HARNESS), sys.executable, str(STOPPED_JOB), str(td), str(RACES)],
             stdout=subprocess.PIPE,
             stderr=stderr,
             text=True,

@@ -20,30 +20,12 @@ from pathlib import Path
 import pytest
 
 from tests.faults.conftest import Faults, explain_sync, sync
+from tests.helpers.subprocess_python import JOBS
 
 #: How long the jobs log flat out before the fault (seconds).
 FLAT_OUT = 2.5
 
-KILL_JOB = """
-import sys, threading, time
-import tracking_core
-
-run = tracking_core.start_run(backends=["jsonl"], tracking_dir=sys.argv[1], export=False)
-
-
-def loop(k):
-    i = 0
-    while True:
-        run.log_metrics({f"t{k}": i}, step=i)
-        if not i % 1000:
-            _os.write(1, f"MARK {k} {i} {time.time()}\\n".encode())  # one write: whole lines
-        i += 1
-
-
-for k in range(int(sys.argv[2])):
-    threading.Thread(target=loop, args=(k,), daemon=True).start()
-time.sleep(3600)
-"""
+KILL_JOB = JOBS / "flat_out_kill.py"
 
 
 def _steps(jsonl_dir: Path) -> dict[str, set[int]]:
@@ -89,48 +71,7 @@ def test_kill_9_while_threads_log_flat_out_loses_at_most_the_last_second(
         )
 
 
-MEMORY_JOB = """
-import sys, threading, time
-import tracking_core
-
-
-def rss(field):
-    with open("/proc/self/status") as fh:
-        for line in fh:
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) * 1024
-    return 0
-
-
-run = tracking_core.start_run(backends=["faulty"], tracking_dir=sys.argv[1], export=False)
-row = {f"train/m{j:02d}": j * 0.5 for j in range(20)}
-run.log_metrics(row, step=0)
-run.flush(30)
-with open("/proc/self/clear_refs", "w") as fh:
-    fh.write("5")  # the peak (VmHWM) from here on
-before = rss("VmRSS")
-calls, gave_up = 0, False
-
-
-def loop():
-    global calls, gave_up
-    end = time.monotonic() + float(sys.argv[2])
-    while time.monotonic() < end:
-        for _ in range(1000):
-            run.log_metrics(row, step=calls)
-            calls += 1
-        if rss("VmRSS") - before > 400 << 20:  # unbounded: stop before it hurts the machine
-            gave_up = True
-            break
-
-
-t = threading.Thread(target=loop)
-t.start()
-t.join()
-peak = rss("VmHWM") - before
-summary = run.finish(timeout=60)
-report(calls=calls, peak=peak, gave_up=gave_up, summary=summ(summary))
-"""
+MEMORY_JOB = JOBS / "flat_out_memory.py"
 
 #: The bound (TRACKING_CORE_QUEUE_RECORDS) and a generous size of one queued call of 20 values
 #: (its dict copy, the tuple, the timestamp), with the journal's write buffers and the chunk being
@@ -162,37 +103,7 @@ def test_memory_stays_within_the_bound_while_logging_flat_out(
     assert sum(c["n"] for c in faults.events("batch")) == summary["logged"]
 
 
-FINISH_JOB = """
-import sys, threading, time
-import tracking_core
-
-run = tracking_core.start_run(backends=["jsonl"], tracking_dir=sys.argv[1], export=False)
-stop = threading.Event()
-calls = 0
-
-
-def loop():
-    global calls
-    pause = float(sys.argv[3])
-    hard_stop = time.monotonic() + 30  # an intake that never lets finish return: end anyway
-    while not stop.is_set() and time.monotonic() < hard_stop:
-        run.log_metrics({"x": calls}, step=calls)
-        calls += 1
-        if pause and not calls % 20:
-            time.sleep(pause)
-
-
-t = threading.Thread(target=loop)
-t.start()
-time.sleep(float(sys.argv[2]))
-began = time.monotonic()
-summary = run.finish(timeout=2)
-took = time.monotonic() - began
-time.sleep(0.5)  # the thread goes on logging after finish
-stop.set()
-t.join()
-report(took=took, calls=calls, summary=summ(summary))
-"""
+FINISH_JOB = JOBS / "flat_out_finish.py"
 
 
 def _warnings_after_finish(job) -> None:

@@ -9,25 +9,9 @@ from pathlib import Path
 import pytest
 
 from tests.faults.conftest import Faults, journal_files, once, only
+from tests.helpers.subprocess_python import JOBS
 
-FORK_JOB = """
-import sys, tracking_core
-run = tracking_core.start_run(backends=["faulty"], tracking_dir=sys.argv[1])
-for step in range(100):
-    run.log_metrics({"x": float(step)}, step=step)
-run.flush(20)
-pid = _os.fork()
-if pid == 0:
-    # the child logs on the run it inherited, then exits normally: exit hooks run
-    for step in range(10):
-        run.log_metrics({"child": float(step)}, step=step)
-    sys.exit(0)
-_, status = _os.waitpid(pid, 0)
-for step in range(100, 200):
-    run.log_metrics({"x": float(step)}, step=step)
-summary = run.finish(timeout=20)
-report(child_status=status, summary=summ(summary))
-"""
+FORK_JOB = JOBS / "fork_os.py"
 
 
 def _assert_parent_run_intact(faults: Faults, summary: dict) -> None:
@@ -58,41 +42,7 @@ def test_os_fork_child_never_closes_the_parents_run(faults: Faults, tmp_path: Pa
     assert journal_files(td) == []
 
 
-MP_JOB = """
-import multiprocessing, sys
-import tracking_core
-
-
-def forked_child():
-    for step in range(10):
-        run.log_metrics({"forkchild": float(step)}, step=step)
-    _time.sleep(0.3)
-
-
-def spawned_child():
-    import tracking_core
-    worker = tracking_core.attach(role="spawned", writer=True, collect=False)
-    for step in range(50):
-        worker.log_metrics({"y": float(step)}, step=step)
-    worker.finish(timeout=20)
-
-
-if __name__ == "__main__":
-    run = tracking_core.start_run(backends=["faulty"], tracking_dir=sys.argv[1])
-    for step in range(100):
-        run.log_metrics({"x": float(step)}, step=step)
-    run.flush(20)
-    forked = multiprocessing.get_context("fork").Process(target=forked_child)
-    forked.start()
-    forked.join(60)
-    spawned = multiprocessing.get_context("spawn").Process(target=spawned_child)
-    spawned.start()
-    spawned.join(120)
-    for step in range(100, 200):
-        run.log_metrics({"x": float(step)}, step=step)
-    summary = run.finish(timeout=20)
-    report(forked=forked.exitcode, spawned=spawned.exitcode, summary=summ(summary))
-"""
+MP_JOB = JOBS / "fork_multiprocessing.py"
 
 
 @pytest.mark.slow

@@ -11,40 +11,12 @@ from pathlib import Path
 import pytest
 
 from tests.faults.conftest import Faults, fill, journal_files, once
+from tests.helpers.subprocess_python import JOBS
 
 STEPS = 3000
 KEYS = [f"m{k}" for k in range(8)]
 
-JOB = """
-import sys, tracking_core
-td, ballast, free_at, steps = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-raised = []
-min_free = 1 << 40
-
-
-def free_bytes():
-    st = _os.statvfs(td)
-    return st.f_bavail * st.f_frsize
-
-
-run = tracking_core.start_run(backends=["faulty"], tracking_dir=td, config={"lr": 0.1})
-for step in range(steps):
-    try:
-        run.log_metrics({f"m{k}": step + k / 10 for k in range(8)}, step=step)
-    except Exception as exc:
-        raised.append(repr(exc))
-    if step % 25 == 0:
-        min_free = min(min_free, free_bytes())
-    if step == free_at:
-        _os.remove(ballast)  # the disk frees up mid-run
-    _time.sleep(0.001)
-try:
-    summary = run.finish(timeout=30)
-except Exception as exc:
-    raised.append(repr(exc))
-    summary = None
-report(raised=raised, min_free=min_free, summary=summ(summary))
-"""
+JOB = JOBS / "full_disk.py"
 
 
 def _run(faults: Faults, tmpfs, jobs, free_at: int):

@@ -10,56 +10,9 @@ from pathlib import Path
 import pytest
 
 from tests.faults.conftest import Faults, journal_files, once
+from tests.helpers.subprocess_python import JOBS
 
-JOB = """
-import argparse, sys
-import torch
-import tracking_core
-
-
-class Hostile:
-    def __repr__(self):
-        raise RuntimeError("this object refuses to be printed")
-
-    __str__ = __repr__
-
-
-def stream():
-    yield 1
-
-
-cyclic = {"depth": 1}
-cyclic["self"] = cyclic
-nested = [cyclic, {"inner": cyclic}]
-args = argparse.Namespace(
-    lr=0.1, cyclic=cyclic, nested=nested, hostile=Hostile(), stream=stream(),
-    schedule=lambda step: step * 2, weights=torch.ones(2, 3), scale=torch.tensor(0.5),
-)
-role_config = {"lr": 0.2, "cyclic": cyclic, "hostile": Hostile(), "fn": lambda: None,
-               "stream": stream(), "weights": torch.zeros(4)}
-raised = []
-
-
-def guard(what, fn):
-    try:
-        return fn()
-    except BaseException as exc:
-        raised.append(f"{what}: {exc!r}")
-
-
-run = guard("start_run", lambda: tracking_core.start_run(
-    backends=["faulty"], tracking_dir=sys.argv[1], args=args))
-actor = guard("attach", lambda: tracking_core.attach(
-    role="actor", writer=True, collect=False, args=args, config=role_config))
-guard("log_config(Hostile())", lambda: run.log_config(Hostile()))
-guard("log_config(cyclic)", lambda: actor.log_config(cyclic))
-for step in range(20):
-    guard("log_metrics", lambda: run.log_metrics({"x": float(step)}, step=step))
-    guard("log_metrics", lambda: actor.log_metrics({"loss": step / 10}, step=step))
-secondary = guard("actor.finish", lambda: actor.finish(timeout=20))
-primary = guard("run.finish", lambda: run.finish(timeout=20))
-report(raised=raised, secondary=summ(secondary), primary=summ(primary))
-"""
+JOB = JOBS / "hostile_config.py"
 
 
 @pytest.mark.slow

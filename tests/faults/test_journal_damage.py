@@ -10,23 +10,12 @@ from pathlib import Path
 import pytest
 
 from tests.faults.conftest import Faults, explain_sync, journal_files, live_segment, once, sync
+from tests.helpers.subprocess_python import JOBS
 
 CUT = b'{"n":999999,"t":"row","ts":1.5,"m":{"x":0.'
 GARBAGE = b"\x00\xff this is not json at all \xfe\n"
 
-JOB = """
-import sys, tracking_core
-run = tracking_core.start_run(backends=["faulty"], tracking_dir=sys.argv[1])
-for step in range(100):
-    run.log_metrics({"x": float(step)}, step=step)
-run.flush(float(sys.argv[2]))
-print("READY", flush=True)
-_sys.stdin.readline()  # the test damages the journal meanwhile
-for step in range(100, 200):
-    run.log_metrics({"x": float(step)}, step=step)
-summary = run.finish(timeout=float(sys.argv[3]))
-report(summary=summ(summary))
-"""
+JOB = JOBS / "journal_damage.py"
 
 
 def _damage(segment: Path) -> None:

@@ -11,19 +11,9 @@ from pathlib import Path
 import pytest
 
 from tests.faults.conftest import Faults, journal_entries, once, tree_size
+from tests.helpers.subprocess_python import JOBS
 
-CLEAN_JOB = """
-import sys, tracking_core
-run = tracking_core.start_run(backends=["faulty", "steady"], tracking_dir=sys.argv[1],
-                              config={"lr": 0.1})
-actor = tracking_core.attach(role="actor", writer=True, collect=False, config={"lr": 0.2})
-for step in range(100):
-    run.log_metrics({"x": float(step)}, step=step)
-    actor.log_metrics({"loss": step / 10}, step=step)
-secondary = actor.finish(timeout=20)
-primary = run.finish(timeout=20)
-report(secondary=summ(secondary), primary=summ(primary))
-"""
+CLEAN_JOB = JOBS / "journal_disk.py"
 
 
 @pytest.mark.slow
@@ -40,20 +30,7 @@ def test_nothing_is_left_in_the_journal_after_a_clean_finish(
     assert list(td.rglob("*.progress")) == []
 
 
-GROWTH_JOB = """
-import sys, tracking_core
-run = tracking_core.start_run(backends=["faulty"], tracking_dir=sys.argv[1])
-names = [f"train/a_rather_long_metric_name_{k:02d}" for k in range(20)]
-print("STARTED", flush=True)
-t0 = _time.monotonic()
-step = 0
-while _time.monotonic() - t0 < 8:
-    run.log_metrics({name: step + k / 100 for k, name in enumerate(names)}, step=step)
-    step += 1
-    _time.sleep(0.001)
-summary = run.finish(timeout=30)
-report(steps=step, summary=summ(summary))
-"""
+GROWTH_JOB = JOBS / "journal_disk_growth.py"
 
 SEGMENT = 65536
 

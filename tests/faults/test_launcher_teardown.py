@@ -16,40 +16,11 @@ from pathlib import Path
 import pytest
 
 from tests.faults.conftest import Faults, journal_files, missing_and_extra, once, only
+from tests.helpers.subprocess_python import JOBS
 
 STEPS = 300
 
-TORN_DOWN_JOB = """
-import signal, sys, tracking_core
-run = tracking_core.start_run(backends=["faulty", "steady"], tracking_dir=sys.argv[1])
-for step in range(300):
-    run.log_metrics({"x": float(step)}, step=step)
-_time.sleep(1.0)  # more than one flush interval: every value is in the journal
-pid = delivery_pid(run)
-out = _os.environ["FAULT_OUT"]
-delivered = sum('"metric"' in line for line in open(out)) if _os.path.exists(out) else 0
-print(f"DELIVERY {pid} DELIVERED {delivered}", flush=True)
-# What Ray does when a worker exits (SIGKILL to its direct children, then to its process group),
-# and more: every descendant, as launchers that walk the process tree do.
-def children(pid):
-    found = []
-    for entry in _os.listdir("/proc"):
-        try:
-            with open(f"/proc/{entry}/stat") as fh:
-                if int(fh.read().rsplit(")", 1)[1].split()[1]) == pid:
-                    found.append(int(entry))
-        except (OSError, ValueError, IndexError):
-            continue
-    return found
-tree, todo = [], children(_os.getpid())
-while todo:
-    pid = todo.pop()
-    tree.append(pid)
-    todo.extend(children(pid))
-for pid in tree:
-    _os.kill(pid, signal.SIGKILL)
-_os.killpg(_os.getpgid(0), signal.SIGKILL)
-"""
+TORN_DOWN_JOB = JOBS / "launcher_teardown.py"
 
 
 def _gone(pid: int) -> bool:

@@ -9,36 +9,9 @@ from pathlib import Path
 import pytest
 
 from tests.faults.conftest import Faults
+from tests.helpers.subprocess_python import JOBS
 
-AFTER_FINISH_JOB = """
-import sys, tracking_core
-from pathlib import Path
-td = Path(sys.argv[1])
-
-
-def snapshot():
-    return {str(p): (p.stat().st_mtime_ns, p.read_bytes().hex())
-            for p in sorted(td.rglob("*")) if p.is_file()}
-
-
-run = tracking_core.start_run(backends=["faulty"], tracking_dir=str(td), config={"lr": 0.1})
-run.log_metrics({"x": 1.0}, step=0)
-summary = run.finish(timeout=20)
-before = snapshot()
-seen = len(WARNINGS)
-raised = []
-for i in range(3):
-    try:
-        run.log_metrics({"x": 2.0 + i}, step=1 + i)
-        run.log_config({"lr": 0.2 + i})
-        run.flush(1)
-    except BaseException as exc:
-        raised.append(repr(exc))
-_time.sleep(1.5)  # anything that would be delivered or saved has had time to be
-after = snapshot()
-changed = sorted(p for p in set(before) | set(after) if before.get(p) != after.get(p))
-report(raised=raised, misuse_warnings=WARNINGS[seen:], changed=changed, summary=summ(summary))
-"""
+AFTER_FINISH_JOB = JOBS / "misuse.py"
 
 
 @pytest.mark.slow
@@ -59,19 +32,7 @@ def test_calls_after_finish_change_nothing_and_warn_once(
     assert 1 <= len(told) <= 2 and all("finish" in w for w in told), told
 
 
-MALFORMED_JOB = """
-import sys, tracking_core
-results = []
-for value in sys.argv[1:]:
-    _os.environ["TRACKING_CORE_RUN"] = value
-    try:
-        tracking_core.attach(role="actor", writer=True, collect=False)
-    except Exception as exc:
-        results.append({"type": type(exc).__name__, "message": str(exc)})
-    else:
-        results.append(None)
-report(results=results)
-"""
+MALFORMED_JOB = JOBS / "misuse_malformed.py"
 
 MALFORMED = [
     '{"run_id": "r1", "tracking_dir": ',  # cut short

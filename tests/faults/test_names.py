@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from tests.faults.conftest import DROP
-from tests.helpers.subprocess_python import python_env
+from tests.helpers.subprocess_python import JOBS, python_env
 from tracking_core.records import TableRecord, TextRecord
 
 ROLE = "../../../x"
@@ -72,27 +72,7 @@ def layout(tmp_path: Path) -> tuple[Path, Path]:
 
 
 # -- jsonl, W&B offline and TensorBoard -----------------------------------------------------------
-LOCAL_JOB = """
-import json, sys, tracking_core
-
-td, names, odd = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
-run = tracking_core.start_run(
-    config={"lr": 0.1}, backends=["jsonl", "wandb", "tensorboard"], tracking_dir=td,
-    run_id=odd["run_id"], name=odd["run_name"], tags={"../t": "v"},
-)
-role = tracking_core.attach(role=odd["role"], writer=True, collect=False, config={"k": 1})
-texts = tracking_core.attach(role=odd["text_role"], writer=True, collect=False)
-role.log_config({"ns": 1}, namespace=odd["namespace"])
-for i, name in enumerate(names):
-    role.log_metrics({name: float(i)}, step=i, step_key="../../step")
-    role.log_artifact("art.txt", name=name)
-    run.log_table(name, [{"n": i, "name": name}], step=i)
-    texts.log_text(name, f"text {i}", step=i)
-run.log_artifact("art.txt", name="../../primary-x")
-summaries = [w.finish(timeout=120) for w in (texts, role, run)]
-report(run_id=run.run_id, labels=[role.label, texts.label], summaries=[summ(s) for s in summaries],
-       logdir=run.handle.backends["tensorboard"]["logdir"], wandb_dir=run.handle.backends["wandb"]["dir"])
-"""
+LOCAL_JOB = JOBS / "names_local.py"
 ODD = {"role": ROLE, "text_role": TEXT_ROLE, "run_id": RUN_ID, "run_name": RUN_NAME, "namespace": NAMESPACE}
 
 
@@ -121,7 +101,7 @@ def test_hostile_names_stay_in_the_tracking_directory_and_arrive(tmp_path: Path,
 
     job = jobs(LOCAL_JOB, env, args=[td, json.dumps(names), json.dumps(ODD)], cwd=work).wait(300)
 
-    # Nothing outside the tracking directory but W&B's own folders and the job's script.
+    # Nothing outside the tracking directory but W&B's own folders and the job's stderr file.
     made = tree(tmp_path, td) - before_tmp
     outside = {p for p in made if not p.startswith("wandb-own") and not p.startswith("job")}
     assert outside == set(), f"written outside {td}: {sorted(outside)}"
@@ -201,31 +181,7 @@ def _record(cls: type, name: str, role: str | None) -> Any:
 #: Keys MLflow refuses as they are whose renames used to land on each other or on a key as given.
 CLASHING = ["acc/top-1!", "acc/top-1?", "acc/top-1_", "a//b", "a/b", "x--deadbeef", "x"]
 
-MLFLOW_JOB = """
-import json, os, subprocess, sys, tracking_core
-
-uri, names, keys = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
-run = tracking_core.start_run(backends=["mlflow"], tracking_dir="tr", options={"mlflow_tracking_uri": uri})
-for step in range(5):
-    run.log_metrics({k: i * 100 + step for i, k in enumerate(keys)}, step=step)
-for i, name in enumerate(names):
-    run.log_artifact("art.txt", name=name)
-    run.log_table(name, [{"n": i}], step=0)
-    run.log_text(name, f"text {i}", step=0)
-run.flush(timeout=60)
-# A second writer, in another process, logs the same keys (unprefixed): the same series.
-code = '''
-import json, sys, tracking_core
-keys = json.loads(sys.argv[1])
-w = tracking_core.attach(role="late", writer=True, collect=False, metric_prefix="")
-for step in range(5, 10):
-    w.log_metrics({k: i * 100 + step for i, k in enumerate(keys)}, step=step)
-print(json.dumps(w.finish(timeout=60).drained))
-'''
-child = subprocess.run([sys.executable, "-c", code, json.dumps(keys)], capture_output=True, text=True)
-summary = run.finish(timeout=60)
-report(run_id=run.run_id, summary=summ(summary), child=child.stdout.strip(), child_err=child.stderr[-3000:])
-"""
+MLFLOW_JOB = JOBS / "names_mlflow.py"
 
 
 @pytest.mark.slow
@@ -276,24 +232,7 @@ def test_mlflow_renames_never_collide_and_dotted_names_arrive(tmp_path: Path, jo
 
 
 # -- SwanLab (offline) and trackio ----------------------------------------------------------------
-SWAN_JOB = """
-import json, sys, tracking_core
-
-td, names, odd = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
-run = tracking_core.start_run(
-    config={"lr": 0.1}, backends=["swanlab", "trackio"], tracking_dir=td,
-    run_id=odd["run_id"], name=odd["run_name"], options={"swanlab_mode": "offline"},
-)
-role = tracking_core.attach(role=odd["role"], writer=True, collect=False, config={"k": 1})
-for i, name in enumerate(names):
-    role.log_metrics({name: float(i)}, step=i)
-    role.log_table(name, [{"n": i}], step=i)
-    role.log_text(name, f"text {i}", step=i)
-    role.log_artifact("art.txt", name=name)
-summaries = [w.finish(timeout=120) for w in (role, run)]
-report(run_id=run.run_id, summaries=[summ(s) for s in summaries],
-       swanlab=run.handle.backends["swanlab"], trackio=run.handle.backends["trackio"])
-"""
+SWAN_JOB = JOBS / "names_swan.py"
 
 
 @pytest.mark.slow

@@ -15,23 +15,9 @@ from pathlib import Path
 import pytest
 
 from tests.faults.conftest import Faults, explain_sync, journal_files, once, sync
+from tests.helpers.subprocess_python import JOBS
 
-JOB = """
-import sys, tracking_core
-td, unreachable = sys.argv[1], sys.argv[2]
-run = tracking_core.start_run(backends=["faulty"], tracking_dir=td)
-# From here on the tracker is unreachable from this process and the processes it starts: the
-# primary's delivery process, started above, still reaches it.
-_os.environ["FAULT_DOWN_FILE"] = unreachable
-actor = tracking_core.attach(role="actor", writer=True, collect=False)
-for step in range(100):
-    actor.log_metrics({"x": float(step)}, step=step)  # reaches trackers as actor/x
-    run.log_metrics({"driver/y": float(step)}, step=step)
-actor_summary = actor.finish(timeout=3)
-summary = run.finish(timeout=20)
-report(actor=summ(actor_summary), summary=summ(summary), peers=getattr(summary, "peers", None),
-       actor_journal=str(actor.journal))
-"""
+JOB = JOBS / "peer_replay.py"
 
 
 @pytest.mark.slow

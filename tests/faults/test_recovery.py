@@ -33,63 +33,14 @@ from tests.core.conftest import make_dist
 from tests.faults.conftest import Faults, explain_sync, journal_files, once
 from tests.faults.mlflow_runs import steps_of, the_run
 from tests.helpers.mlflow_server import MlflowServer
-
-BROKEN = '''
-    """Trackers that break their process: ``hang`` never returns from log_metrics, ``crashy``
-    aborts its process once it has taken ``CRASHY_AFTER`` values (counted in ``CRASHY_COUNT``,
-    a file, across processes)."""
-
-    import os
-    import threading
-
-    import tracking_core
-
-
-    class Hang:
-        def __init__(self, run):
-            self.run = run
-
-        @tracking_core.hookimpl
-        def open_run(self, run):
-            return {"hang": run.run_id}
-
-        @tracking_core.hookimpl
-        def attach_run(self, run, attach):
-            return None
-
-        @tracking_core.hookimpl
-        def log_metrics(self, records):
-            threading.Event().wait()  # a client stuck on a socket that never answers
-
-        @tracking_core.hookimpl
-        def close_run(self, status, run):
-            return None
-
-
-    class Crashy(Hang):
-        @tracking_core.hookimpl
-        def log_metrics(self, records):
-            path = os.environ["CRASHY_COUNT"]
-            taken = os.path.getsize(path) if os.path.exists(path) else 0
-            if taken + len(records) > int(os.environ.get("CRASHY_AFTER", "0")):
-                os.abort()  # what a segfault or abort() in a C extension does
-            with open(path, "ab") as fh:
-                fh.write(b"." * len(records))
-
-
-    @tracking_core.hookimpl
-    def register_backends(register):
-        from tracking_core.plugin_api import Backend
-        register(Backend("hang", Hang))
-        from tracking_core.plugin_api import Backend
-        register(Backend("crashy", Crashy))
-'''
+from tests.helpers.subprocess_python import JOBS
 
 
 @pytest.fixture(scope="module")
 def broken_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     site = tmp_path_factory.mktemp("broken-site")
-    make_dist(site, "broken-trackers", {"broken": "broken_trackers"}, {"broken_trackers": BROKEN})
+    broken = (JOBS / "recovery_broken_trackers.py").read_text(encoding="utf-8")
+    make_dist(site, "broken-trackers", {"broken": "broken_trackers"}, {"broken_trackers": broken})
     return site
 
 
@@ -130,21 +81,7 @@ def jsonl_counts(td: Path) -> tuple[Counter[tuple[str, int]], int]:
 
 
 # -- a sync right after a kill -9 ------------------------------------------------------------------
-KILLED_JOB = """
-import sys, tracking_core
-run = tracking_core.start_run(backends=["jsonl", "mlflow"], tracking_dir=sys.argv[1],
-                              options={"mlflow_tracking_uri": sys.argv[2]})
-print("RUN", run.run_id, flush=True)
-print("DELIVERY", delivery_pid(run), flush=True)
-step = 0
-while True:
-    run.log_metrics({"loss": step / 10, "reward": float(step)}, step=step)
-    step += 1
-    if step == 1500:
-        run.flush(60)
-        print("FLUSHED", step, flush=True)
-    _time.sleep(0.0005)
-"""
+KILLED_JOB = JOBS / "recovery_killed.py"
 
 
 @pytest.mark.slow
@@ -202,14 +139,7 @@ def test_three_syncs_right_after_a_kill_wait_for_the_finishing_delivery_process_
 
 
 # -- a tracker call that never returns ------------------------------------------------------------
-HANG_JOB = """
-import sys, tracking_core
-run = tracking_core.start_run(backends=["faulty", "hang"], tracking_dir=sys.argv[1])
-for step in range(500):
-    run.log_metrics({"x": float(step)}, step=step)
-summary = run.finish(timeout=3)
-report(summary=summ(summary))
-"""
+HANG_JOB = JOBS / "recovery_hang.py"
 
 
 @pytest.mark.slow
@@ -239,16 +169,7 @@ def test_sync_with_a_tracker_that_never_returns_ends_within_its_timeout_and_the_
 
 
 # -- a tracker that aborts its process ------------------------------------------------------------
-CRASH_JOB = """
-import sys, tracking_core
-run = tracking_core.start_run(backends=["jsonl", "crashy"], tracking_dir=sys.argv[1])
-for step in range(3000):
-    run.log_metrics({"x": float(step)}, step=step)
-    if step % 100 == 99:
-        _time.sleep(0.05)
-summary = run.finish(timeout=60)
-report(summary=summ(summary))
-"""
+CRASH_JOB = JOBS / "recovery_crash.py"
 
 
 @pytest.mark.slow
@@ -276,14 +197,7 @@ def test_a_tracker_that_aborts_its_process_costs_no_other_tracker_a_value_live_o
     assert journal_files(td)  # what crashy lacks stays
 
 
-CRASH_AND_DOWN_JOB = """
-import sys, tracking_core
-run = tracking_core.start_run(backends=["faulty", "crashy"], tracking_dir=sys.argv[1])
-for step in range(3000):
-    run.log_metrics({"x": float(step)}, step=step)
-summary = run.finish(timeout=10)
-report(summary=summ(summary))
-"""
+CRASH_AND_DOWN_JOB = JOBS / "recovery_crash_and_down.py"
 
 
 @pytest.mark.slow

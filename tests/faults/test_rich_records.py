@@ -18,68 +18,13 @@ import pytest
 
 from tests.core.conftest import make_dist
 from tests.faults.conftest import Faults, explain_sync, journal_files, read_calls, sync
-from tests.helpers.subprocess_python import python_env
+from tests.helpers.subprocess_python import JOBS, python_env
 
 HF = "hf_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7"
 SK = "sk-" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2H1g0"
 URL = "https://trainer:s3cretpass@hub.example.com/models"
 
-EVERY_KIND = f"""
-import hashlib, math, os, sys, time
-import numpy as np
-import tracking_core
-
-td = sys.argv[1]
-run = tracking_core.start_run(backends=["faulty", "steady"], tracking_dir=td)
-critic = tracking_core.attach(role="critic", writer=True, collect=False)
-
-def blob(path, size, seed):
-    data = np.random.default_rng(seed).bytes(size)
-    with open(path, "wb") as fh:
-        fh.write(data)
-    return hashlib.sha256(data).hexdigest()
-
-want = {{}}
-calls = []
-for step in range(3):
-    rows = [{{"prompt": f"q{{step}}-{{i}} {HF}", "response": "a" * 100 + " {URL}", "reward": i / 4,
-             "ok": i % 2 == 0, "missing": None, "nan": math.nan, "np": np.float32(0.5)}}
-            for i in range(4)]
-    run.log_table("rollout/samples", rows, step=step, step_key="rollout/step")
-    rows[0]["prompt"] = "changed after logging"  # the copy taken at the call is delivered
-    values = np.arange(100, dtype=float) + step
-    run.log_histogram("rollout/reward", values, step=step, step_key="rollout/step", bins=10)
-    values[:] = -1  # likewise
-    critic.log_text("notes", f"step {{step}}: token {SK}", step=step)
-
-    # A checkpoint, replaced and then deleted right after log_artifact returns (rotation).
-    path = f"ckpt-{{step}}.bin"
-    want[f"ckpt-{{step}}.bin"] = blob(path, 300_000 + step, step)
-    t0 = time.perf_counter()
-    critic.log_artifact(path, kind="checkpoint")
-    calls.append(time.perf_counter() - t0)
-    blob("other.bin", 10, 99)
-    os.replace("other.bin", path)
-    os.remove(path)
-
-# A directory, whose files are rewritten (replaced) and removed right after.
-os.makedirs("samples/sub", exist_ok=True)
-dir_files = {{"a.txt": b"alpha", "sub/b.txt": b"beta" * 1000}}
-for rel, data in dir_files.items():
-    with open(os.path.join("samples", rel), "wb") as fh:
-        fh.write(data)
-run.log_artifact("samples", name="samples-dump", kind="dataset")
-for rel in dir_files:
-    with open("tmp", "wb") as fh:
-        fh.write(b"replaced")
-    os.replace("tmp", os.path.join("samples", rel))
-import shutil; shutil.rmtree("samples")
-
-critic_summary = critic.finish(timeout=20)
-primary_summary = run.finish(timeout=20)
-report(critic=summ(critic_summary), primary=summ(primary_summary), want=want,
-       dir_files={{k: v.decode() for k, v in dir_files.items()}}, calls=calls)
-"""
+EVERY_KIND = JOBS / "rich_records_every_kind.py"
 
 
 def _dir_sha(files: dict[str, bytes]) -> str:
@@ -119,7 +64,7 @@ def _check_every_kind(faults: Faults, result: dict, backend: str) -> None:
 @pytest.mark.slow
 def test_every_kind_arrives_as_logged_with_secrets_redacted(faults: Faults, tmp_path: Path, jobs) -> None:
     td = tmp_path / "td"
-    job = jobs(EVERY_KIND, faults.env(), args=[td]).wait()
+    job = jobs(EVERY_KIND, faults.env(), args=[td, HF, SK, URL]).wait()
     result = job.result
     for backend in ("faulty", "steady"):
         _check_every_kind(faults, result, backend)
@@ -142,7 +87,7 @@ def test_every_kind_arrives_as_logged_with_secrets_redacted(faults: Faults, tmp_
 def test_an_outage_then_sync_delivers_every_kind_exactly_once(faults: Faults, tmp_path: Path, jobs) -> None:
     td = tmp_path / "td"
     faults.go_down()  # the faulty tracker is down for the whole run
-    job = jobs(EVERY_KIND, faults.env(), args=[td]).wait()
+    job = jobs(EVERY_KIND, faults.env(), args=[td, HF, SK, URL]).wait()
     result = job.result
     _check_every_kind(faults, result, "steady")
     assert faults.events("table") == [] and faults.events("artifact") == []
@@ -162,22 +107,9 @@ def test_an_outage_then_sync_delivers_every_kind_exactly_once(faults: Faults, tm
     assert again.returncode == 0 and len(faults.events("table")) == 3
 
 
-REFUSED = """
-import sys
-import tracking_core
-run = tracking_core.start_run(backends=["faulty", "steady"], tracking_dir=sys.argv[1])
-for step in range(5):
-    run.log_table("bad", [{"x": step}], step=step)
-    run.log_table("good", [{"x": step}], step=step)
-    run.log_metrics({"loss": step}, step=step)
-summary = run.finish(timeout=20)
-report(summary=summ(summary))
-"""
-
-
 @pytest.mark.slow
 def test_a_table_one_tracker_refuses_is_skipped_for_it_only(faults: Faults, tmp_path: Path, jobs) -> None:
-    job = jobs(REFUSED, faults.env(FAULT_REJECT_KEY="bad"), args=[tmp_path / "td"]).wait()
+    job = jobs(JOBS / "rich_records_refused.py", faults.env(FAULT_REJECT_KEY="bad"), args=[tmp_path / "td"]).wait()
     summary = job.result["summary"]
     assert summary["status"] == "FINISHED"
     assert [t["step"] for t in faults.events("table") if t["key"] == "good"] == list(range(5))
@@ -189,80 +121,15 @@ def test_a_table_one_tracker_refuses_is_skipped_for_it_only(faults: Faults, tmp_
     assert "backend 'faulty' rejects metric 'bad'" in job.stderr, job.stderr[-3000:]
 
 
-BARE = '''
-    import json, os
-    import tracking_core
-
-
-    def emit(obj):
-        with open(os.environ["BARE_OUT"], "a") as fh:
-            fh.write(json.dumps(obj) + "\\n")
-
-
-    class Texty:
-        def __init__(self, run):
-            pass
-
-        @tracking_core.hookimpl
-        def open_run(self, run):
-            return {}
-
-        @tracking_core.hookimpl
-        def log_metrics(self, records):
-            for r in records:
-                emit({"b": "texty", "ev": "metric", "name": r.name, "step": r.step, "value": r.value})
-
-        @tracking_core.hookimpl
-        def log_text(self, text):
-            emit({"b": "texty", "ev": "text", "name": text.name, "step": text.step, "text": text.text})
-
-
-    class Scalars:
-        def __init__(self, run):
-            pass
-
-        @tracking_core.hookimpl
-        def open_run(self, run):
-            return {}
-
-        @tracking_core.hookimpl
-        def log_metrics(self, records):
-            for r in records:
-                emit({"b": "scalars", "ev": "metric", "name": r.name, "step": r.step, "value": r.value})
-
-
-    @tracking_core.hookimpl
-    def register_backends(register):
-        from tracking_core.plugin_api import Backend
-        register(Backend("texty", Texty))
-        from tracking_core.plugin_api import Backend
-        register(Backend("scalars", Scalars))
-'''
-
-FALLBACK_JOB = """
-import sys
-import tracking_core
-run = tracking_core.start_run(backends=["texty", "scalars"], tracking_dir=sys.argv[1])
-with open("ckpt.bin", "wb") as fh:
-    fh.write(b"weights")
-for step in range(2):
-    run.log_table("samples", [{"prompt": "a|b", "reward": 1.5}], step=step)
-    run.log_histogram("reward", [1.0, 2.0, 3.0, 4.0], step=step)
-    run.log_text("note", "hello", step=step)
-run.log_artifact("ckpt.bin", kind="model")
-summary = run.finish(timeout=20)
-report(summary=summ(summary))
-"""
-
-
 @pytest.mark.slow
 def test_a_backend_without_the_hooks_gets_the_documented_fallbacks(tmp_path: Path, jobs) -> None:
     site = tmp_path / "site"
     site.mkdir()
-    make_dist(site, "bare-tracking", {"bare": "bare_tracking"}, {"bare_tracking": BARE})
+    bare = (JOBS / "rich_records_bare.py").read_text(encoding="utf-8")
+    make_dist(site, "bare-tracking", {"bare": "bare_tracking"}, {"bare_tracking": bare})
     out = tmp_path / "bare.jsonl"
     env = python_env({"BARE_OUT": str(out)}, drop=("TRACKING_CORE_*",), site=site)
-    job = jobs(FALLBACK_JOB, env, args=[tmp_path / "td"]).wait()
+    job = jobs(JOBS / "rich_records_fallback.py", env, args=[tmp_path / "td"]).wait()
     calls = read_calls(out)
     texty = [c for c in calls if c["b"] == "texty"]
     scalars = [c for c in calls if c["b"] == "scalars"]
@@ -289,38 +156,9 @@ def test_a_backend_without_the_hooks_gets_the_documented_fallbacks(tmp_path: Pat
     assert warned.count("takes no tables") == 1  # once, not per table
 
 
-BAD_INPUT = """
-import sys
-import tracking_core
-run = tracking_core.start_run(backends=["steady"], tracking_dir=sys.argv[1])
-raised = []
-calls = [
-    lambda: run.log_table("t", {"not": "rows"}),
-    lambda: run.log_table("t", [1, 2, 3]),
-    lambda: run.log_table("t", None),
-    lambda: run.log_histogram("h", ["a", "b"]),
-    lambda: run.log_histogram("h", []),
-    lambda: run.log_histogram("h", 5),
-    lambda: run.log_histogram("h", [float("nan"), 1.0, float("inf"), 2.0], step="x"),
-    lambda: run.log_text("x", object()),
-    lambda: run.log_artifact("/does/not/exist"),
-    lambda: run.log_table("ok", [{"a": 1}], step=1.0),
-]
-for call in calls:
-    try:
-        call()
-    except BaseException as exc:
-        raised.append(repr(exc))
-summary = run.finish(timeout=20)
-null = tracking_core.runs.NullRun(None, "actor")
-null.log_table("t", []); null.log_histogram("h", []); null.log_text("x", ""); null.log_artifact("p")
-report(raised=raised, summary=summ(summary))
-"""
-
-
 @pytest.mark.slow
 def test_bad_input_to_the_rich_kinds_never_raises(faults: Faults, tmp_path: Path, jobs) -> None:
-    job = jobs(BAD_INPUT, faults.env(), args=[tmp_path / "td"]).wait()
+    job = jobs(JOBS / "rich_records_bad_input.py", faults.env(), args=[tmp_path / "td"]).wait()
     assert job.result["raised"] == []
     summary = job.result["summary"]
     assert summary["status"] == "FINISHED" and summary["journal"] is None
@@ -336,33 +174,9 @@ def test_bad_input_to_the_rich_kinds_never_raises(faults: Faults, tmp_path: Path
     assert summary["skipped"]["h"] >= 2
 
 
-ROTATION = """
-import os, sys, time
-import tracking_core
-td = sys.argv[1]
-run = tracking_core.start_run(backends=["steady"], tracking_dir=td)
-for i in range(6):
-    path = f"ckpt-{i}.bin"
-    with open(path, "wb") as fh:
-        fh.write(os.urandom(200_000))
-    run.log_artifact(path, kind="checkpoint")
-    os.remove(path)  # rotated away: only the snapshot holds its bytes now
-flushed = run.flush(20)
-deadline = time.monotonic() + 10
-left = None
-while time.monotonic() < deadline:
-    left = [os.path.join(d, f) for d, _, fs in os.walk(os.path.join(td, "journal")) if "artifacts" in d for f in fs]
-    if not left:
-        break
-    time.sleep(0.2)
-report(flushed=flushed, left=left)
-run.finish(timeout=20)
-"""
-
-
 @pytest.mark.slow
 def test_delivered_snapshots_are_deleted_while_the_run_goes_on(faults: Faults, tmp_path: Path, jobs) -> None:
-    job = jobs(ROTATION, faults.env(), args=[tmp_path / "td"]).wait()
+    job = jobs(JOBS / "rich_records_rotation.py", faults.env(), args=[tmp_path / "td"]).wait()
     assert job.result["flushed"] is True
     assert job.result["left"] == [], "snapshots of delivered artifacts kept their disk space"
     assert len(faults.events("artifact", "steady")) == 6

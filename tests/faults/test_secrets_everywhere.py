@@ -21,6 +21,7 @@ import pytest
 
 from tests.faults.conftest import Faults
 from tests.helpers.mlflow_server import MlflowServer
+from tests.helpers.subprocess_python import JOBS
 from tests.helpers.wandb_offline import count_files, grep_files, offline_env
 from tracking_core.config import fingerprint
 
@@ -44,35 +45,7 @@ TOKENS = {
     "argv ?token=": "ArgvQueryToken0012",
 }
 
-JOB = """
-import json, os, sys
-import numpy as np
-import tracking_core
-
-tokens = json.loads(os.environ["PLANTED"])
-td, uri, src = sys.argv[1], sys.argv[2], sys.argv[3]
-run = tracking_core.start_run(
-    config={"lr": 0.1, "env": ["AWS_SECRET_ACCESS_KEY", tokens["config pair"]]},
-    backends=["jsonl", "wandb", "tensorboard", "mlflow"],
-    tracking_dir=td,
-    name="run " + tokens["run name"],
-    tags={"team": "rl", tokens["tag key"]: "x", "note": "see " + tokens["tag value"]},
-    options={"mlflow_tracking_uri": uri},
-)
-metric = "https://user:" + tokens["metric name"] + "@host/x"
-for step in range(3):
-    run.log_metrics({metric: float(step), "loss": 1.0 / (step + 1)}, step=step)
-    run.log_table("samples " + tokens["table key"],
-                  [{"prompt": "p", "col " + tokens["column name"]: step}], step=step)
-    run.log_text("note " + tokens["text key"], "a note", step=step)
-    run.log_histogram("h " + tokens["histogram key"], np.arange(10.0) + step, step=step, bins=4)
-run.log_artifact(src, name="ckpt " + tokens["artifact name"])
-flushed = run.flush(180)
-print("FLUSHED", flushed, flush=True)
-sys.stdin.readline()  # the test searches the files while the journal is there
-summary = run.finish(180)
-report(summary=summ(summary), flushed=flushed)
-"""
+JOB = JOBS / "secrets_everywhere.py"
 
 
 def _hits(roots: list[Path], token: str) -> list[Path]:

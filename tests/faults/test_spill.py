@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from tests.faults.conftest import Faults, explain_sync, fill, once, sync
+from tests.helpers.subprocess_python import JOBS
 from tracking_core.delivery import stream as stream_module
 from tracking_core.delivery.journal import JournalWriter, dumps
 from tracking_core.delivery.stream import Stream
@@ -26,30 +27,7 @@ from tracking_core.delivery.stream import Stream
 STEPS = 3000
 KEYS = [f"m{k}" for k in range(8)]
 
-JOB = """
-import signal, sys, tracking_core
-td, steps = sys.argv[1], int(sys.argv[2])
-
-
-def free_bytes():
-    st = _os.statvfs(td)
-    return st.f_bavail * st.f_frsize
-
-
-run = tracking_core.start_run(backends=["faulty"], tracking_dir=td, config={"lr": 0.1})
-killed, full_at = None, None
-for step in range(steps):
-    run.log_metrics({f"m{k}": step + k / 10 for k in range(8)}, step=step)
-    if full_at is None and step % 25 == 0 and step > 300 and free_bytes() < 24 * 1024:
-        full_at = step  # the disk is full: what is logged from now on goes elsewhere
-    if killed is None and full_at is not None and step == full_at + 400:
-        _time.sleep(1.2)  # the pump has put those steps elsewhere
-        killed = delivery_pid(run)
-        _os.kill(killed, signal.SIGKILL)  # in the middle of the outage (it is started again)
-    _time.sleep(0.001)
-summary = run.finish(timeout=20)
-report(killed=killed, summary=summ(summary))
-"""
+JOB = JOBS / "spill.py"
 
 
 def _small_disk(faults: Faults, tmp_path: Path, tmpfs: Any, slow: str) -> tuple[Path, Path, dict[str, str]]:
@@ -94,28 +72,7 @@ def test_full_disk_and_the_delivery_process_killed_during_the_outage_lose_nothin
     assert [p for p in spill_root.rglob("*") if p.is_file()] == []
 
 
-LEFT_BEHIND_JOB = """
-import sys, tracking_core
-td = sys.argv[1]
-
-
-def free_bytes():
-    st = _os.statvfs(td)
-    return st.f_bavail * st.f_frsize
-
-
-run = tracking_core.start_run(backends=["faulty"], tracking_dir=td, config={"lr": 0.1})
-step, full_at = 0, None
-while full_at is None or step < full_at + 400:
-    run.log_metrics({f"m{k}": step + k / 10 for k in range(8)}, step=step)
-    if full_at is None and step % 25 == 0 and step > 300 and free_bytes() < 24 * 1024:
-        full_at = step
-    step += 1
-    _time.sleep(0.001)
-_time.sleep(1.2)  # the pump has put every step somewhere
-print(f"PIDS {delivery_pid(run)} {step}", flush=True)
-_time.sleep(3600)
-"""
+LEFT_BEHIND_JOB = JOBS / "spill_left_behind.py"
 
 
 @pytest.mark.slow

@@ -14,17 +14,9 @@ import pytest
 
 from tests.faults.conftest import Faults, explain_sync, once, run_job
 from tests.faults.conftest import sync as run_sync
+from tests.helpers.subprocess_python import JOBS
 
-JOB = """
-import sys, tracking_core
-run = tracking_core.start_run(config={"lr": 0.1}, backends=["faulty", "steady"], tracking_dir=sys.argv[1])
-for step in range(5):
-    run.log_metrics({"a": step, "b": step * 2, "c": 1.0}, step=step)
-run.log_table("tab", [{"x": 1}], step=0)
-run.log_histogram("h", [1.0, 2.0, 3.0], step=0)
-run.log_text("t", "hello", step=0)
-report(s=summ(run.finish(timeout=5)))
-"""
+JOB = JOBS / "summary_counts.py"
 
 
 def _lacks(summary: dict, name: str) -> int:
@@ -61,22 +53,9 @@ def test_what_the_tracker_rejects_at_sync_is_said_beside_what_it_took(faults: Fa
     assert (delivered, rejected) == (17, 1) and delivered + rejected == lacked, done.stdout
 
 
-CONFIG_JOB = """
-import sys, tracking_core
-run = tracking_core.start_run(config={"lr": 0.1}, backends=["faulty", "steady"], tracking_dir=sys.argv[1])
-critic = tracking_core.attach(role="critic", writer=True, collect=False, config={"lr": 1e-5})
-for step in range(3):
-    critic.log_metrics({"value_loss": step / 10}, step=step)
-report(critic=summ(critic.finish(timeout=5)), primary=summ(run.finish(timeout=5)))
-"""
+CONFIG_JOB = JOBS / "summary_counts_config.py"
 
-SYNC_IN_PROCESS = """
-import sys
-from tracking_core.delivery.sync import sync
-report = sync(sys.argv[1], stream=None, isolate=False)
-print("\\n".join(f"  {line}" for line in report.tracker_lines()))
-sys.exit(1 if report.errors else 0)
-"""
+SYNC_IN_PROCESS = JOBS / "summary_counts_sync.py"
 
 
 @pytest.mark.parametrize("how", ["cli", "in-process"])
@@ -93,7 +72,7 @@ def test_a_config_section_the_summary_says_is_owed_is_what_sync_says_it_delivere
         done = run_sync(td, faults.env())
     else:
         done = subprocess.run(
-            [sys.executable, "-c", SYNC_IN_PROCESS, str(td)], capture_output=True, text=True, env=faults.env(), timeout=180
+            [sys.executable, str(SYNC_IN_PROCESS), str(td)], capture_output=True, text=True, env=faults.env(), timeout=180
         )
     assert done.returncode == 0, explain_sync(done)
     # Only the section was missing: sync says it delivered that, and no value.
@@ -103,16 +82,7 @@ def test_a_config_section_the_summary_says_is_owed_is_what_sync_says_it_delivere
     assert faults.metrics(raw=True) == once(["critic/value_loss"], range(3))
 
 
-FLAT_OUT_JOB = """
-import sys, time, tracking_core
-run = tracking_core.start_run(backends=["faulty"], tracking_dir=sys.argv[1], export=False)
-row = {f"m{j:02d}": j * 0.5 for j in range(20)}
-step, end = 0, time.monotonic() + float(sys.argv[2])
-while time.monotonic() < end:
-    run.log_metrics(row, step=step)
-    step += 1
-report(s=summ(run.finish(timeout=0.5)))
-"""
+FLAT_OUT_JOB = JOBS / "summary_counts_flat_out.py"
 
 
 @pytest.mark.parametrize("delivery", ["process", "thread"])

@@ -16,23 +16,11 @@ import pytest
 from tests.faults.conftest import DROP, explain_sync, journal_files, sync
 from tests.faults.mlflow_runs import steps_of, the_run
 from tests.helpers.mlflow_server import MlflowServer, free_port
-from tests.helpers.subprocess_python import python_env
+from tests.helpers.subprocess_python import JOBS, python_env
 
 pytest.importorskip("mlflow")
 
-JOB = """
-import sys, tracking_core
-t0 = _time.monotonic()
-run = tracking_core.start_run(backends=["mlflow"], tracking_dir=sys.argv[1], config={"lr": 0.1})
-start_took = _time.monotonic() - t0
-for step in range(50):
-    run.log_metrics({"loss": step / 10, "reward": float(step)}, step=step, step_key="train/step")
-    _time.sleep(0.02)
-t0 = _time.monotonic()
-summary = run.finish(timeout=5)
-report(run_id=run.run_id, start_took=start_took, finish_took=_time.monotonic() - t0,
-       summary=summ(summary))
-"""
+JOB = JOBS / "sync_target.py"
 
 
 def _job_with_server_down(tmp_path: Path, jobs, uri: str):

@@ -19,83 +19,11 @@ from pathlib import Path
 import pytest
 
 from tests.faults.conftest import Faults, journal_files, missing_and_extra, once, sync
+from tests.helpers.subprocess_python import JOBS
 
 THREADS = 8
 
-JOB = """
-import signal, sys, threading
-from collections.abc import Mapping
-sys.setswitchinterval(1e-5)  # preempt threads as often as the interpreter can
-import tracking_core
-
-
-class LazyStats(Mapping):
-    # metrics computed when read
-
-    def __init__(self, i, step):
-        self.step = step
-        self.names = [f"t{i}/m{k}" for k in range(4)]
-
-    def __iter__(self):
-        return iter(self.names)
-
-    def __len__(self):
-        return len(self.names)
-
-    def __getitem__(self, name):
-        return sum(range(3000 + self.step % 7)) / 1e6 + int(name[-1])
-
-
-def delivered_bytes():
-    try:
-        return _os.path.getsize(_os.environ["FAULT_OUT"])
-    except OSError:
-        return 0
-
-
-def wait_for_delivery(grow, timeout=60):
-    # until the tracker has received about grow / 120 more values
-    start = delivered_bytes()
-    deadline = _time.monotonic() + timeout
-    while delivered_bytes() < start + grow:
-        assert _time.monotonic() < deadline, "no delivery"
-        _time.sleep(0.02)
-
-
-THREADS = int(sys.argv[2])
-run = tracking_core.start_run(backends=["faulty"], tracking_dir=sys.argv[1])
-go, stop = threading.Event(), threading.Event()
-steps = [0] * THREADS
-
-
-def worker(i):
-    go.wait()
-    step = 0
-    while not stop.is_set():
-        run.log_metrics(LazyStats(i, step), step=step)
-        step += 1
-    steps[i] = step
-
-
-threads = [threading.Thread(target=worker, args=(i,)) for i in range(THREADS)]
-for t in threads:
-    t.start()
-pid = delivery_pid(run)
-go.set()
-kills = []
-for _ in range(2):
-    wait_for_delivery(200_000)  # the delivery process is busy delivering: kill it mid-batch
-    _os.kill(pid, signal.SIGKILL)
-    kills.append(pid)
-    pid = delivery_pid(run, not_pid=pid)  # started again
-wait_for_delivery(100_000)
-stop.set()
-for t in threads:
-    t.join()
-open(_os.environ["FAULT_DOWN_FILE"], "w").close()  # the tracker goes down: the rest is for sync
-summary = run.finish(timeout=5)
-report(kills=kills, restarted=pid, steps=steps, summary=summ(summary))
-"""
+JOB = JOBS / "threads_restart_sync.py"
 
 
 @pytest.mark.slow

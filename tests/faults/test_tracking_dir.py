@@ -12,23 +12,11 @@ import pytest
 from tests.faults.conftest import Faults
 from tests.faults.mlflow_runs import steps_of, the_run
 from tests.helpers.mlflow_server import MlflowServer
+from tests.helpers.subprocess_python import JOBS
 
 pytest.importorskip("mlflow")
 
-JOB = """
-import sys, tracking_core
-raised = []
-try:
-    run = tracking_core.start_run(backends=["mlflow"], config={"lr": 0.1},
-                                  options={"mlflow_tracking_uri": sys.argv[1]})
-    for step in range(100):
-        run.log_metrics({"loss": step / 10}, step=step, step_key="train/step")
-    summary = run.finish(timeout=30)
-    report(run_id=run.run_id, summary=summ(summary), raised=raised)
-except BaseException as exc:
-    report(raised=[repr(exc)])
-    raise
-"""
+JOB = JOBS / "tracking_dir.py"
 
 
 def _check(job, server: MlflowServer, directory: Path) -> None:

@@ -11,14 +11,9 @@ from pathlib import Path
 import pytest
 
 from tests.faults.conftest import Faults, explain_sync, journal_files, live_segment, once, sync
+from tests.helpers.subprocess_python import JOBS
 
-JOB = """
-import sys, tracking_core
-run = tracking_core.start_run(backends=["faulty"], tracking_dir=sys.argv[1])
-for step in range(20):
-    run.log_metrics({"x": float(step)}, step=step)
-report(summary=summ(run.finish(timeout=2)))
-"""
+JOB = JOBS / "unreadable_entries.py"
 
 #: Steps whose rows are replaced, and by what (the record number is kept).
 REPLACED = {

@@ -18,6 +18,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import shutil
 import socket
 import sys
 import threading
@@ -31,6 +32,7 @@ import pytest
 import tracking_core
 from tests.helpers.mlflow_server import MlflowServer, mlflow_server  # noqa: F401
 from tests.helpers.nodes import Link, SimulatedNode, simulated_nodes  # noqa: F401
+from tests.helpers.subprocess_python import JOBS
 from tracking_core.plugins import get_plugin_manager
 from tracking_core.records import RunStatus
 from tracking_core.views import sync_command
@@ -308,29 +310,7 @@ def test_a_registry_that_raises_costs_no_record(registry: type[Registry], tmp_pa
 
 # -- MLflow, across simulated nodes --------------------------------------------------------------
 
-NODE_WRITER = """
-import sys, time
-from pathlib import Path
-
-import tracking_core
-
-go, mode = Path(sys.argv[1]), sys.argv[2]
-run = tracking_core.attach(role="critic", writer=True, collect=False)
-run.log_metrics({"loss": 0.0}, step=0, step_key="train/step")
-assert run.flush(timeout=60)
-print("flushed", run.label, flush=True)
-while not go.exists():
-    time.sleep(0.05)
-for step in (1, 2, 3):
-    run.log_metrics({"loss": float(step)}, step=step, step_key="train/step")
-if mode == "finish":
-    summary = run.finish(timeout=60)
-    print("finished", summary.drained, flush=True)
-else:
-    time.sleep(1.5)  # journaled: the pump writes within its flush interval (0.5 s)
-    print("logged", flush=True)
-    time.sleep(600)
-"""
+NODE_WRITER = JOBS / "writer_registry_node.py"
 
 
 def _client(uri: str) -> Any:
@@ -367,11 +347,9 @@ def _primary(tmp_path: Path, uri: str, monkeypatch: pytest.MonkeyPatch) -> track
 def _start_writer(
     node: SimulatedNode, handle: dict[str, Any], mode: str, env: dict[str, str] | None = None
 ) -> tuple[Any, Path]:
-    script = node.cwd / "writer.py"
-    script.write_text(NODE_WRITER)
     go = node.cwd / "go"
     env = {"TRACKING_CORE_RUN": json.dumps(handle), "TRACKING_CORE_WRITER_HEARTBEAT": "1", **(env or {})}
-    return node.start([sys.executable, script, go, mode], env=env, label="writer"), go
+    return node.start([sys.executable, NODE_WRITER, go, mode], env=env, label="writer"), go
 
 
 def _critic(uri: str, mlflow_run: str) -> dict[str, Any] | None:
@@ -395,20 +373,9 @@ def _await_critic(uri: str, mlflow_run: str, journaled: int, timeout: float = 12
 
 #: Python >= 3.11's ``time.sleep`` waits with ``clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME)``,
 #: which libfaketime 0.9.10 (Debian's) breaks when the monotonic clock is not faked: EINVAL
-#: (wolfcw/libfaketime#426). On the skewed node, Python sleeps with ``select`` instead.
-SLEEP_SHIM = """
-import select
-import time
-
-
-def _sleep(seconds):
-    if seconds < 0:
-        raise ValueError("sleep length must be non-negative")
-    select.select([], [], [], seconds)
-
-
-time.sleep = _sleep
-"""
+#: (wolfcw/libfaketime#426). On the skewed node, Python sleeps with ``select`` instead: this
+#: ``sitecustomize`` goes on its ``PYTHONPATH``.
+SLEEP_SHIM = JOBS / "writer_registry_sleep_shim.py"
 
 
 def _skewed(node: SimulatedNode, skew: int) -> dict[str, str]:
@@ -419,7 +386,7 @@ def _skewed(node: SimulatedNode, skew: int) -> dict[str, str]:
         pytest.skip("libfaketime is not installed (apt-get install faketime; ./run.sh test installs it as root)")
     shim = node.root / "sleep-shim"
     shim.mkdir(exist_ok=True)
-    (shim / "sitecustomize.py").write_text(SLEEP_SHIM)
+    shutil.copyfile(SLEEP_SHIM, shim / "sitecustomize.py")
     return {"LD_PRELOAD": found[0], "FAKETIME": f"{skew:+d}", "DONT_FAKE_MONOTONIC": "1", "PYTHONPATH": os.pathsep.join(filter(None, [str(shim), os.environ.get("PYTHONPATH")]))}
 
 

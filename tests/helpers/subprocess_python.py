@@ -13,6 +13,7 @@ with ``site`` put first on ``PYTHONPATH``, and then ``env`` on top. Its output i
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -100,3 +101,12 @@ def run_python(
     """Run ``python code *args`` (or ``-c code``) to the end (see the module docstring for the environment)."""
     proc = start_python(code, args=args, env=env, drop=drop, site=site, cwd=cwd)
     return finish_python(proc, timeout=timeout, check=check)
+
+
+def hiding(site: Path, *modules: str) -> Path:
+    """``site`` (made if need be) with a ``sitecustomize`` that makes ``modules`` (top-level
+    names) not importable in a process that has ``site`` on its ``PYTHONPATH``."""
+    site.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(JOBS / "hidden_modules.py", site / "sitecustomize.py")
+    (site / "hidden_modules.txt").write_text("\n".join(modules) + "\n", encoding="utf-8")
+    return site

@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+from tests.helpers.subprocess_python import JOBS
 from tests.hosts.conftest import (
     HostsEnv,
     RaisingBackend,
@@ -134,41 +135,26 @@ def test_a_tracker_that_always_raises_does_not_stop_accelerate(raising_backend: 
 
 
 # -- by name: Accelerator(log_with="tracking_core") ----------------------------------------------
-BY_NAME = """
-import json, sys
-{imports}
-accelerator = Accelerator(cpu=True, log_with="tracking_core")
-accelerator.init_trackers(
-    "acc-by-name", config={{"learning_rate": 0.05}},
-    init_kwargs={{"tracking_core": {{"run_name": "{run_name}"}}}},
-)
-for step in range(3):
-    accelerator.log({{"train/loss": 1.0 / (step + 1)}}, step=step)
-tracker = accelerator.get_tracker("tracking_core", unwrap=False)
-accelerator.end_training()
-run = tracker.tracker
-print(json.dumps({{"mlflow_run": run.handle.backends["mlflow"]["run_id"], "drained": run.finished.drained}}))
-"""
+BY_NAME = JOBS / "accelerate_by_name.py"
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    "imports",
+    "first",
     [
-        "import tracking_core\nfrom accelerate import Accelerator",  # tracking-core first
-        "from accelerate import Accelerator\nimport tracking_core",  # or after Accelerate
+        "tracking_core",  # tracking-core first
+        "accelerate",  # or after Accelerate
     ],
     ids=["tracking-core-first", "accelerate-first"],
 )
-def test_log_with_the_name_after_import_tracking_core(hosts_env: HostsEnv, imports: str) -> None:
+def test_log_with_the_name_after_import_tracking_core(hosts_env: HostsEnv, first: str) -> None:
     """Only ``import tracking_core``, in either order with Accelerate: the name is known to
     Accelerate (its register_tracker_class), the project name of init_trackers is the MLflow
     experiment and init_kwargs["tracking_core"] reach the tracker."""
     import json
 
-    run_name = f"by-name-{imports.split()[1].replace('_', '-')}"
-    code = BY_NAME.format(imports=imports, run_name=run_name)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=240)
+    run_name = f"by-name-{first.replace('_', '-')}"
+    out = subprocess.run([sys.executable, str(BY_NAME), first, run_name], capture_output=True, text=True, timeout=240)
     assert out.returncode == 0, out.stderr[-3000:]
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert result["drained"]
@@ -184,13 +170,7 @@ def test_log_with_the_name_after_import_tracking_core(hosts_env: HostsEnv, impor
 def test_without_importing_tracking_core_accelerate_does_not_know_the_name() -> None:
     """The name is tracking-core's to register: in a process that never imports it, Accelerate
     refuses it with its own error (no file outside the package runs at start-up)."""
-    code = (
-        "import sys\nfrom accelerate import Accelerator\n"
-        "try:\n    Accelerator(cpu=True, log_with='tracking_core')\n"
-        "except ValueError as exc:\n    print(exc)\n"
-        "assert 'tracking_core' not in sys.modules"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=240)
+    out = subprocess.run([sys.executable, str(JOBS / "accelerate_unknown_name.py")], capture_output=True, text=True, timeout=240)
     assert out.returncode == 0, out.stderr[-3000:]
     assert "Unsupported logging capability: tracking_core" in out.stdout
 

@@ -12,13 +12,13 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.helpers.subprocess_python import JOBS
 from tests.hosts.conftest import (
     HostsEnv,
     RaisingBackend,
@@ -255,17 +255,7 @@ def test_a_tracker_that_always_raises_does_not_stop_verl(raising_backend: type[R
 @pytest.mark.slow
 def test_install_reaches_a_child_interpreter(tmp_path: Path, installed: None) -> None:
     """A process started after install() (a Ray worker, a torchrun rank) routes verl too."""
-    code = textwrap.dedent(
-        """
-        from verl.utils.tracking import Tracking, ValidationGenerationsLogger
-        from verl_integration import tracking
-        assert Tracking.__init__ is tracking.tracking_init, Tracking.__init__
-        assert ValidationGenerationsLogger.log is tracking.generations_log
-        assert "tracking_core" in Tracking.supported_backend
-        print("routed")
-        """
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    out = subprocess.run([sys.executable, str(JOBS / "verl_child_routed.py")], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert out.returncode == 0 and out.stdout.strip() == "routed", out.stderr[-3000:]
     env = verl_install.ray_runtime_env({"env_vars": {"PYTHONPATH": "/x"}})
     assert env["worker_process_setup_hook"] == "verl_integration.install.activate"

@@ -16,7 +16,6 @@ import os
 import shutil
 import subprocess
 import sys
-import textwrap
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.mlflow_server import MlflowServer
+from tests.helpers.subprocess_python import JOBS
 
 ROOT = Path(__file__).resolve().parents[2]
 #: The source folders whose packages the wheel carries (plugins/* land at the top level).
@@ -155,26 +155,9 @@ def test_wheel_holds_every_package_data_file_and_entry_point(wheel: Path) -> Non
 
 
 def test_installed_from_the_wheel_not_the_checkout(venv: Venv) -> None:
-    probe = textwrap.dedent(
-        """
-        import importlib, importlib.metadata as md, json, sys
-        dist = md.distribution("tracking-core")
-        mods = ["tracking_core", "slime_integration", "slime_integration.demo.driver",
-                "verl_integration", "tracking_core.integrations.import_hook"]
-        mods += [ep.value for ep in md.entry_points(group="tracking_core")]
-        from tracking_core.integrations.import_hook import BOOTSTRAP_DIR
-        from slime_integration.demo.driver import DEFAULT_ROLES
-        print(json.dumps({
-            "files": {m: importlib.import_module(m).__file__ for m in mods},
-            "bootstrap": str(BOOTSTRAP_DIR / "sitecustomize.py"),
-            "bootstrap_exists": (BOOTSTRAP_DIR / "sitecustomize.py").is_file(),
-            "roles": str(DEFAULT_ROLES), "roles_exists": DEFAULT_ROLES.is_file(),
-            "direct_url": json.loads(dist.read_text("direct_url.json") or "{}"),
-            "prefix": sys.prefix, "base_prefix": sys.base_prefix,
-        }))
-        """
-    )
-    found = json.loads(venv.run(venv.python, "-c", probe).stdout)
+    probe = venv.outside / "probe.py"
+    shutil.copyfile(JOBS / "wheel_installed_probe.py", probe)
+    found = json.loads(venv.run(venv.python, probe).stdout)
     site = venv.root / "lib"
     for name, path in {**found["files"], "bootstrap": found["bootstrap"], "roles": found["roles"]}.items():
         assert Path(path).is_relative_to(site) and "site-packages" in path, (name, path)
@@ -198,7 +181,7 @@ def test_plugins_command_lists_the_built_in_plugins(venv: Venv) -> None:
 
 
 #: The job, a file of its own (run from a copy outside the checkout).
-JOB = Path(__file__).with_name("jobs") / "two_roles.py"
+JOB = JOBS / "wheel_two_roles.py"
 
 
 def test_two_role_job_to_an_mlflow_server(venv: Venv, mlflow_server: MlflowServer) -> None:

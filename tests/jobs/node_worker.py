@@ -30,6 +30,7 @@ import sys
 import time
 import warnings
 from pathlib import Path
+from typing import Any
 
 warnings.filterwarnings("ignore")
 CONTROL = Path(os.environ.get("CONTROL_DIR", "."))  # the test imports score() without it
@@ -55,7 +56,7 @@ def score(rank: int, step: int) -> float:
     return (rank + 1) * 0.25 + step / 8
 
 
-def log_steps(run: object, steps: range, rank: int, reward: object = None) -> None:
+def log_steps(run: Any, steps: range, rank: int, reward: Any = None) -> None:
     import tracking_core as tc
 
     for step in steps:
@@ -63,11 +64,11 @@ def log_steps(run: object, steps: range, rank: int, reward: object = None) -> No
             {"train/loss": 1.0 / (step + 1), "train/rank_seen": rank},
             step=step,
             step_key="train/step",
-        )  # type: ignore[attr-defined]
+        )
         if reward is not None:
-            with reward.timer("score", step=step):  # type: ignore[attr-defined]
+            with reward.timer("score", step=step):
                 time.sleep(0.05 * (rank + 1))
-            reward.log_metrics({"score": tc.Mean(score(rank, step), weight=rank + 1), "n": tc.Sum(rank + 1)}, step=step)  # type: ignore[attr-defined]
+            reward.log_metrics({"score": tc.Mean(score(rank, step), weight=rank + 1), "n": tc.Sum(rank + 1)}, step=step)
         time.sleep(STEP_SECONDS)
 
 

@@ -25,8 +25,9 @@ import pytest
 
 from tests.helpers.mlflow_server import MlflowServer, free_port
 from tests.helpers.nodes import Link, NodeProcess, SimulatedNode
+from tests.helpers.subprocess_python import JOBS
 
-WORKER = Path(__file__).with_name("node_worker.py")
+WORKER = JOBS / "node_worker.py"
 ROOT = Path(__file__).resolve().parents[2]
 STEPS = 4
 RUN_ID_TAG = "tracking_core.run_id"

@@ -13,7 +13,6 @@ import json
 import os
 import pickle
 import sys
-import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,7 +21,7 @@ from tracking_jsonl.reader import read_run
 
 from slime_integration import install as installer
 from slime_integration import tracking
-from tests.helpers.subprocess_python import run_python
+from tests.helpers.subprocess_python import JOBS, run_python
 from tracking_core.handle import RUN_ENV
 
 STAND_IN = Path(__file__).resolve().parent / "stand_in"
@@ -135,41 +134,9 @@ def test_slimes_parser_gets_the_tracking_options(stand_in: Path) -> None:
     assert (custom.extra, custom.tracking_backends) == ("e", "mlflow")
 
 
-DRIVER = """
-import json, os, subprocess, sys, argparse
-from slime_integration import install
-install.install()
+DRIVER = JOBS / "install_slime_driver.py"
 
-import train
-from slime.observability import logging_utils
-from slime_integration import tracking
-
-args = argparse.Namespace(lr=1e-6, use_wandb=False, use_tensorboard=False, wandb_key=None,
-                          wandb_run_id=None, megatron_config_path=None,
-                          tracking_backends="jsonl", tracking_dir=sys.argv[1])
-logging_utils.init_tracking(args)
-child = subprocess.run([sys.executable, "-c", sys.argv[2]], capture_output=True, text=True)
-logging_utils.finish_tracking(args)
-print(json.dumps({
-    "driver": train.init_tracking is tracking.init_tracking,
-    "child": child.stdout, "child_err": child.stderr[-2000:], "child_rc": child.returncode,
-}))
-"""
-
-CHILD = """
-import json, os, sys
-from slime.ray.rollout import RolloutManager
-from slime.observability import logging_utils
-from slime_integration import tracking
-import argparse
-patched = logging_utils.init_tracking is tracking.init_tracking
-manager = RolloutManager(argparse.Namespace(lr=1e-6, megatron_config_path=None))
-for step in range(3):
-    manager.log_rollout(step, {"rollout/raw_reward": float(step)})
-manager.dispose()
-print(json.dumps({"patched": patched, "original_calls": logging_utils.ORIGINAL_CALLS,
-                  "sitecustomize": sys.modules["sitecustomize"].__file__}))
-"""
+CHILD = JOBS / "install_slime_child.py"
 
 
 # nothing of the test process's run or W&B settings reaches the job's processes
@@ -182,7 +149,7 @@ def test_a_child_process_of_the_driver_uses_the_drop_ins(tmp_path: Path) -> None
     imports slime, attaches through slime's own call site and logs into the driver's run."""
     proc = run_python(
         DRIVER,
-        args=[tmp_path, textwrap.dedent(CHILD)],
+        args=[tmp_path, CHILD],
         env={"PYTHONPATH": str(STAND_IN)},
         drop=DROP,
     )

@@ -2,8 +2,8 @@
 package (copied outside the checkout): the driver starts the run on MLflow and one process per
 role attaches to it and logs three steps. Prints the MLflow run id.
 
-Usage: python two_roles.py            (the driver)
-       python two_roles.py ROLE       (a role's process: finds the run from $TRACKING_CORE_RUN)
+Usage: python wheel_two_roles.py            (the driver)
+       python wheel_two_roles.py ROLE       (a role's process: finds the run from $TRACKING_CORE_RUN)
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ if len(sys.argv) > 1:  # a role's process: finds the run from $TRACKING_CORE_RUN
                                config={"lr": 3e-3 if role == "actor" else 1e-2, "hidden_size": 16})  # fmt: skip
     for step in range(3):
         run.log_metrics({"train/loss": 1.0 / (step + 1)}, step=step, step_key="train/step")
-    assert run.finish(60).drained
+    ended = run.finish(60)
+    assert ended is not None and ended.drained
     sys.exit(0)
 
 run = tracking_core.start_run({"seed": 7, "num_rollout": 3}, backends="mlflow", name="two-roles",
