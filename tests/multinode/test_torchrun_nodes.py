@@ -205,7 +205,7 @@ def test_two_nodes_one_run_each_role_once(
             float(rank): STEPS
         }
     # one role across both nodes: its values reduced exactly over the two ranks, its phase timed
-    from tests.multinode.node_worker import score
+    from tests.jobs.node_worker import score
 
     scores = _history(uri, run.info.run_id, "reward/score")
     assert [s for s, _ in scores] == list(range(STEPS)), scores
