@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from . import options as opts
 from . import settings
+from .errors import TrackingError
 
 if TYPE_CHECKING:
     from .commands import Command
@@ -66,20 +67,14 @@ def _cmd_plugins(ns: argparse.Namespace) -> int:
         print("no tracking_core plugins installed")
         return 0
     for row in rows:
-        if row["disabled"]:
-            state = "disabled"
-        elif row["error"]:
-            state = "FAILED"
-        else:
-            state = "MISSING" if row["missing"] else "ok"
+        state = "disabled" if row["disabled"] else "FAILED" if row["error"] else "MISSING" if row["missing"] else "ok"
         print(
             f"{row['name']:<14} {row['kind'] or '-':<18} {state:<8} "
             f"{row['distribution'] or '?'} {row['version'] or ''}"
         )
-        if row["backends"]:
-            print(f"{'':14} backends: {', '.join(row['backends'])}")
-        if row["hooks"]:
-            print(f"{'':14} hooks: {', '.join(row['hooks'])}")
+        for key in ("backends", "hooks"):
+            if row[key]:
+                print(f"{'':14} {key}: {', '.join(row[key])}")
         if row["error"]:
             print(f"{'':14} error: {row['error']}")
         for message in row["missing"].values():
@@ -87,8 +82,12 @@ def _cmd_plugins(ns: argparse.Namespace) -> int:
     return 0
 
 
-def _value(value: object, width: int = 120) -> str:
-    return json.dumps(value, default=str)[:width]
+def _print_first(limit: int, lines: list[str]) -> None:
+    """The first ``limit`` of ``lines``, then how many more there are (``show --limit``)."""
+    for line in lines[:limit]:
+        print(line)
+    if len(lines) > limit:
+        print(f"    ... {len(lines) - limit} more (--limit)")
 
 
 def _cmd_show(ns: argparse.Namespace) -> int:
@@ -96,15 +95,14 @@ def _cmd_show(ns: argparse.Namespace) -> int:
 
     try:
         handle = find_saved_run(ns.run, opts.tracking_dir(ns))
-    except RunNotFound as exc:
+    except RunNotFound:
         # a run of a tracker's own files, without a saved handle (copied, or from before run
         # handles were saved): the plugin whose files they are shows it
         from .readback import show_run_files
 
         lines = show_run_files(ns.run, opts.tracking_dir(ns), ns.limit) if ns.run else None
         if lines is None:
-            print(f"tracking-core show: {exc}", file=sys.stderr)
-            return 2
+            raise
         for line in lines:
             print(line)
         return 0
@@ -122,16 +120,13 @@ def _cmd_show(ns: argparse.Namespace) -> int:
             continue
         if report.last:
             print(f"  last values of {len(report.last)} series:")
-        for name, (value, step) in sorted(report.last.items())[: ns.limit]:
-            print(f"    {name} = {value:.6g}" + ("" if step is None else f" (step {step})"))
-        if len(report.last) > ns.limit:
-            print(f"    ... {len(report.last) - ns.limit} more (--limit)")
+        series = sorted(report.last.items())
+        _print_first(
+            ns.limit, [f"    {name} = {value:.6g}" + ("" if step is None else f" (step {step})") for name, (value, step) in series]
+        )
         for kind, names in sorted(report.held.items()):
             print(f"  {kind}: {sum(names.values())} in {len(names)} name(s)")
-            for name, count in sorted(names.items())[: ns.limit]:
-                print(f"    {name} ({count})")
-            if len(names) > ns.limit:
-                print(f"    ... {len(names) - ns.limit} more (--limit)")
+            _print_first(ns.limit, [f"    {name} ({count})" for name, count in sorted(names.items())])
     traces = sorted(handle.run_dir.glob("trace-*.json"))
     if traces:
         print("\nphase traces (each rank's timer spans; open in ui.perfetto.dev or chrome://tracing):")
@@ -146,21 +141,16 @@ def _cmd_show(ns: argparse.Namespace) -> int:
     print(f"\nconfigs, per namespace (saved in {handle.run_dir / 'config'}):" if configs else "\nno config saved")
     for namespace, (values, hidden) in configs.items():
         print(f"  [{namespace}] {len(values)} keys" + (f" ({hidden} unset tracking options not shown)" if hidden else ""))
-        for key in sorted(values)[: ns.limit]:
-            print(f"    {key} = {_value(values[key])}")
-        if len(values) > ns.limit:
-            print(f"    ... {len(values) - ns.limit} more (--limit)")
+        _print_first(ns.limit, [f"    {key} = {json.dumps(values[key], default=str)[:120]}" for key in sorted(values)])
     return 0
 
 
 def _cmd_diff(ns: argparse.Namespace) -> int:
     from .config.diff import diff_command
+    from .saved_runs import find_saved_run
 
-    run = ns.run
-    if not run:  # the latest run, as for show and ui
-        from .saved_runs import find_saved_run
-
-        run = str(find_saved_run(None, opts.tracking_dir(ns)).run_dir)
+    # default: the latest run, as for show and ui
+    run = ns.run or str(find_saved_run(None, opts.tracking_dir(ns)).run_dir)
     return diff_command(run, ns.roles, opts.tracking_dir(ns))
 
 
@@ -168,26 +158,22 @@ def _cmd_sync(ns: argparse.Namespace) -> int:
     path = ns.path or opts.tracking_dir(ns)
     if not os.path.exists(path):
         where = "" if ns.path else " (the tracking directory: --tracking-dir / $TRACKING_CORE_DIR)"
-        print(f"tracking-core sync: {path} does not exist{where}", file=sys.stderr)
-        return 2
+        raise TrackingError(f"{path} does not exist{where}")
     from .delivery.sync import DEFAULT_TIMEOUT, NoTrackingData, sync, sync_timeout
     from .views import sync_command
 
     try:
         timeout = DEFAULT_TIMEOUT if ns.timeout is None else sync_timeout(ns.timeout)
     except ValueError as exc:
-        print(f"tracking-core sync: {exc}", file=sys.stderr)
-        return 2
+        raise TrackingError(str(exc)) from exc
     try:
         report = sync(path, stream=None if ns.quiet else sys.stderr, timeout=timeout)
     except NoTrackingData as exc:
         where = "" if ns.path else f" (the tracking directory: --tracking-dir, else ${opts.DIR_ENV}, else ./{settings.DEFAULT_TRACKING_DIR})"
-        print(
-            f"tracking-core sync: {exc}{where}; name the tracking directory the job's process "
-            "wrote in on this host (its --tracking-dir or $TRACKING_CORE_DIR there), or a journal folder",
-            file=sys.stderr,
-        )
-        return 2
+        raise TrackingError(
+            f"{exc}{where}; name the tracking directory the job's process wrote in on this host "
+            "(its --tracking-dir or $TRACKING_CORE_DIR there), or a journal folder"
+        ) from exc
     print(
         f"synced {report.records} values from {report.journals} journal(s) under {path}; "
         f"{len(report.removed)} complete journal(s) removed"
@@ -221,12 +207,11 @@ def _cmd_ui(ns: argparse.Namespace) -> int:
 
     handle = find_saved_run(ns.run, opts.tracking_dir(ns))
     trackers = [t.strip() for t in ns.trackers.split(",") if t.strip()] if ns.trackers else None
-    ports = {name: port for name, port in (getattr(ns, "viewer_ports", None) or {}).items() if port}
+    ports = {key.removeprefix(_PORT_DEST): port for key, port in vars(ns).items() if key.startswith(_PORT_DEST) and port}
     viewers = plan_viewers(handle, host=ns.host, ports=ports, trackers=trackers, dry_run=ns.dry_run)
     if not viewers:
         known = ", ".join(handle.backends) or "none"
-        print(f"tracking-core ui: run {handle.run_id} has no tracker {ns.trackers!r}; its trackers: {known}", file=sys.stderr)
-        return 2
+        raise TrackingError(f"run {handle.run_id} has no tracker {ns.trackers!r}; its trackers: {known}")
     for viewer in viewers:
         if viewer.warning:
             print(f"tracking-core ui: {viewer.warning}", file=sys.stderr)
@@ -241,11 +226,8 @@ def _cmd_ui(ns: argparse.Namespace) -> int:
     return serve(viewers, out=sys.stdout, logs=log_dir(handle), wait=ns.wait)
 
 
-class _PortOption(argparse.Action):
-    """``--<backend>-port N``: kept as ``ns.viewer_ports[backend]`` (the backend is ``const``)."""
-
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option_string: str | None = None) -> None:
-        namespace.viewer_ports = {**(getattr(namespace, "viewer_ports", None) or {}), str(self.const): values}
+#: ``--<backend>-port N`` is kept as ``ns.<_PORT_DEST><backend>``.
+_PORT_DEST = "viewer port of "
 
 
 class _UiParser(CommandParser):
@@ -263,7 +245,7 @@ class _UiParser(CommandParser):
             for name, port in viewer_ports().items():
                 if f"--{name}-port" not in self._option_string_actions:
                     self.add_argument(
-                        f"--{name}-port", type=int, action=_PortOption, const=name, default=argparse.SUPPRESS,
+                        f"--{name}-port", type=int, dest=_PORT_DEST + name, default=argparse.SUPPRESS,
                         metavar="PORT", help=f"the port of {name}'s viewer (default {port}, or the next free port)",
                     )  # fmt: skip
         return super().parse_known_args(args, namespace)
@@ -280,9 +262,14 @@ def _cmd_plugin(ns: argparse.Namespace) -> int:
         parser = CommandParser(prog=prog, description=own.description, parents=[own], add_help=False)
     argv = list(ns.command_argv)
     if ns.tracking_dir and "--tracking-dir" in parser._option_string_actions:
-        if not any(a == "--tracking-dir" or a.startswith("--tracking-dir=") for a in argv):
+        if not any(a.partition("=")[0] == "--tracking-dir" for a in argv):
             argv = ["--tracking-dir", ns.tracking_dir, *argv]  # given before the command
     return int(command.run(parser.parse_args(argv)) or 0)
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> argparse._SubParsersAction[argparse.ArgumentParser]:
+    """The subcommands of ``parser`` (built by :func:`build_parser`)."""
+    return next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
 
 
 def add_plugin_commands(parser: argparse.ArgumentParser) -> dict[str, Command]:
@@ -290,7 +277,7 @@ def add_plugin_commands(parser: argparse.ArgumentParser) -> dict[str, Command]:
     :func:`build_parser`); everything after such a command's name is its own parser's."""
     from .plugins import get_plugin_manager
 
-    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    sub = _subparsers(parser)
     commands = get_plugin_manager().commands(reserved=tuple(sub.choices))
     for name, command in commands.items():
         p = sub.add_parser(name, add_help=False, help=command.help, description=command.help)
@@ -330,7 +317,6 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
     parser.add_argument(
         "--tracking-dir",
-        default=None,
         metavar="DIR",
         help=f"the tracking directory, for every subcommand (the same as after it; {TRACKING_DIR_HELP})",
     )
@@ -344,7 +330,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "show", help="a run: its trackers and where, last metric values, the tables, histograms, texts and artifacts each holds, phase traces, configs per namespace"
     )
-    p.add_argument("run", nargs="?", default=None, help="a run directory, handle.json or run id (default: the latest run); or a run directory of a tracker's own files")
+    p.add_argument("run", nargs="?", help="a run directory, handle.json or run id (default: the latest run); or a run directory of a tracker's own files")
     _tracking_dir(p)
     p.add_argument("--limit", type=int, default=40, help="config keys per namespace, and series and names of each kind per tracker, shown")
     p.set_defaults(func=_cmd_show)
@@ -357,7 +343,7 @@ def build_parser() -> argparse.ArgumentParser:
         "critic launch): one row per key that is not the same in all of them, with its value in "
         "each.",
     )
-    p.add_argument("run", nargs="?", default=None, help="a run directory, or a run id under the tracking directory (default: the latest run)")
+    p.add_argument("run", nargs="?", help="a run directory, or a run id under the tracking directory (default: the latest run)")
     p.add_argument(
         "--roles",
         nargs="+",
@@ -379,7 +365,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "path",
         nargs="?",
-        default=None,
         help="a tracking directory, journal folder or file (default: this process's tracking "
         "directory: --tracking-dir, else $TRACKING_CORE_DIR, else ./tracking-runs)",
     )
@@ -387,7 +372,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument(
         "--timeout",
-        default=None,
         metavar="SECONDS",
         help="the most the whole sync may take (default 300, at most 604800: a week): waiting for a process "
         "still delivering a journal and every tracker's delivery; a tracker call that has not "
@@ -405,20 +389,13 @@ def build_parser() -> argparse.ArgumentParser:
         "lists a --<tracker>-port option for each installed tracker that has a local viewer.",
     )
     p.__class__ = _UiParser  # its port options come from the plugins when `ui` is parsed
-    p.add_argument("run", nargs="?", default=None, help="a run directory, handle.json or run id (default: the latest run)")
+    p.add_argument("run", nargs="?", help="a run directory, handle.json or run id (default: the latest run)")
     _tracking_dir(p)
-    p.add_argument("--trackers", default=None, help="only these, comma-separated (default: every tracker of the run)")
+    p.add_argument("--trackers", help="only these, comma-separated (default: every tracker of the run)")
     p.add_argument("--host", default="127.0.0.1", help="interface to serve on (default 127.0.0.1)")
     p.add_argument("--wait", type=float, default=120.0, help="seconds to wait for each viewer to answer")
     p.add_argument("--dry-run", action="store_true", help="print the commands instead of starting them")
     p.set_defaults(func=_cmd_ui)
-    return parser
-
-
-def _subcommand(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction) and name in action.choices:
-            return action.choices[name]
     return parser
 
 
@@ -429,13 +406,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if ns.func is _cmd_plugin:  # everything after its name, --help included, is its parser's
         ns.command_argv = extra
     elif extra:  # said with the subcommand's own usage, which lists the options it has
-        _subcommand(parser, ns.command).error(f"unrecognized arguments: {' '.join(extra)}")
+        _subparsers(parser).choices[ns.command].error(f"unrecognized arguments: {' '.join(extra)}")
     logging.basicConfig(
         level=logging.INFO if ns.verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
     )
-    from .errors import TrackingError
-
     try:
         return int(ns.func(ns) or 0)
     except TrackingError as exc:  # a mistake the user can fix: one line, no traceback

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import socket
 import threading
 from collections.abc import Mapping
@@ -90,10 +91,10 @@ class RunHandle:
         if not text.strip():
             raise malformed("an empty string")
         data = _json_object(text)
-        if data is not None:
+        if isinstance(data, Mapping):
             return cls.from_mapping(data)
         if text.lstrip()[0] in "{[\"":
-            raise malformed(_not_an_object(text))
+            raise malformed(data)
         return cls.from_mapping(_read_saved(Path(text)))
 
     @property
@@ -146,26 +147,18 @@ def rebase(value: Any, old: str, new: str) -> Any:
     (``sqlite:////old/mlflow/mlflow.db``). Nothing tracker-specific: a target that names a file
     under the primary's tracking directory names the same file under this process's."""
     if isinstance(value, str):
-        return _rebase_text(value, old.rstrip("/") or "/", new.rstrip("/") or "/")
+        old, new = old.rstrip("/"), new.rstrip("/") or "/"
+        if not old:  # the root: nothing to move
+            return value
+        # The first ``old`` that is a whole path: at the start or after "/" or ":", and at the
+        # end or before "/", "?" or "#".
+        whole_path = rf"(?:^|(?<=[/:])){re.escape(old)}(?=[/?#]|\Z)"
+        return re.sub(whole_path, lambda _: new, value, count=1)
     if isinstance(value, Mapping):
         return {k: rebase(v, old, new) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [rebase(v, old, new) for v in value]
     return value
-
-
-def _rebase_text(text: str, old: str, new: str) -> str:
-    if old == "/" or old == new:
-        return text
-    at = text.find(old)
-    while at >= 0:
-        end = at + len(old)
-        before_ok = at == 0 or text[at - 1] in "/:"
-        after_ok = end == len(text) or text[end] in "/?#"
-        if before_ok and after_ok:
-            return text[:at] + new + text[end:]
-        at = text.find(old, at + 1)
-    return text
 
 
 def malformed(why: str) -> ValueError:
@@ -177,21 +170,13 @@ def malformed(why: str) -> ValueError:
     )
 
 
-def _json_object(text: str) -> Mapping[str, Any] | None:
-    """``text`` as a JSON object, or None when it is not one."""
+def _json_object(text: str) -> Mapping[str, Any] | str:
+    """``text`` as a JSON object, or why it is not one."""
     try:
         data = json.loads(text)
-    except ValueError:  # JSONDecodeError, or a number too long to convert
-        return None
-    return data if isinstance(data, Mapping) else None
-
-
-def _not_an_object(text: str) -> str:
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
+    except ValueError as exc:  # JSONDecodeError, or a number too long to convert
         return f"not valid JSON ({exc})"
-    return f"a JSON {type(data).__name__}, not an object"
+    return data if isinstance(data, Mapping) else f"a JSON {type(data).__name__}, not an object"
 
 
 def _read_saved(path: Path) -> Mapping[str, Any]:
@@ -204,8 +189,8 @@ def _read_saved(path: Path) -> Mapping[str, Any]:
         why = getattr(exc, "strerror", None) or exc
         raise malformed(f"neither a handle's JSON nor a readable saved handle ({path}: {why})") from exc
     data = _json_object(text)
-    if data is None:
-        raise malformed(f"{path} holds no handle: {_not_an_object(text)}")
+    if isinstance(data, str):
+        raise malformed(f"{path} holds no handle: {data}")
     return data
 
 

@@ -31,14 +31,11 @@ from .records import RunStatus
 class Run(Protocol):
     """What the exit hooks need of an open run (:class:`tracking_core.runs.Run`)."""
 
-    @property
-    def primary(self) -> bool: ...
+    primary: bool
+    exit_timeout: float
 
     @property
     def run_id(self) -> str: ...
-
-    @property
-    def exit_timeout(self) -> float: ...
 
     def finish(self, timeout: float = ..., status: Any = ...) -> Any: ...
 
@@ -101,9 +98,7 @@ def _on_sigterm(signum: int, frame: Any) -> None:
     previous = _previous_sigterm
     if callable(previous):
         previous(signum, frame)
-    elif previous == signal.SIG_IGN:
-        return
-    else:
+    elif previous != signal.SIG_IGN:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGTERM)
 

@@ -66,9 +66,7 @@ if not any(isinstance(h, _Terminal) for h in log.handlers):
 def quiet(args: Any = None) -> bool:
     """``--tracking-quiet`` (``args.tracking_quiet``), else ``$TRACKING_CORE_QUIET``."""
     value = getattr(args, "tracking_quiet", None)
-    if value is not None:
-        return bool(value)
-    return settings.quiet()
+    return settings.quiet() if value is None else bool(value)
 
 
 # -- the start line ----------------------------------------------------------------------------
@@ -80,12 +78,7 @@ def started(handle: RunHandle, *, resumed: bool = False, args: Any = None) -> No
     forget()  # the failures this run's end counts are its own
     if quiet(args):
         return
-    try:
-        from .viewers import where_to_look
-
-        lines = where_to_look(handle)
-    except Exception as exc:  # noqa: BLE001 - saying where must never stop a start
-        lines = [f"(where each tracker's data goes could not be said: {type(exc).__name__}: {exc})"]
+    lines = _views_lines("where_to_look", handle, "where each tracker's data goes")
     trackers = ", ".join(handle.backends) or "no tracker"
     name = f" ({handle.name})" if handle.name and handle.name != handle.run_id else ""
     head = f"tracking-core: run {handle.run_id}{name} {'resumed' if resumed else 'started'} → {trackers}"
@@ -99,33 +92,33 @@ def finished(summary: FinishSummary, handle: RunHandle, *, tracking_dir: str | o
     the run only on this machine (an offline run), how to upload it (its plugin's
     ``tracker_sync``). Never raises."""
     try:
-        upload = [f"  {line}" for line in _upload_lines(handle)]
-        if summary.drained and summary.roles_without_writer:  # values went nowhere: always said
-            log.warning("%s", "\n".join([f"tracking-core: {summary.describe()}", *upload]))
-            return
-        if summary.drained:
-            if not quiet(args):
-                log.info("%s", "\n".join([f"tracking-core: {summary.describe()}", *upload]))
-            return
-        log.warning("%s", "\n".join([incomplete_block(summary, handle, tracking_dir), *upload]))
+        upload = [f"  {line}" for line in _views_lines("sync_lines", handle, "how to upload the trackers' local data")]
+        if not summary.drained:
+            log.warning("%s", "\n".join([incomplete_block(summary, handle, tracking_dir), *upload]))
+        elif summary.roles_without_writer or not quiet(args):  # values that went nowhere: always said
+            level = logging.WARNING if summary.roles_without_writer else logging.INFO
+            log.log(level, "%s", "\n".join([f"tracking-core: {summary.describe()}", *upload]))
     except Exception as exc:  # noqa: BLE001 - the summary is returned to the caller anyway
         log.warning("tracking-core: %s (the full report failed: %s: %s)", summary.describe(), type(exc).__name__, exc)
 
 
-def _upload_lines(handle: RunHandle) -> list[str]:
-    """How to upload what the run's trackers keep only here (:func:`tracking_core.viewers.sync_lines`)."""
+def _views_lines(function: str, handle: RunHandle, what: str) -> list[str]:
+    """The lines of ``function`` of :mod:`tracking_core.viewers` (:func:`~tracking_core.viewers.where_to_look`,
+    :func:`~tracking_core.viewers.sync_lines`), else one saying ``what`` could not be said: the
+    run's start and its summary are said all the same."""
     try:
-        from .viewers import sync_lines
+        from . import viewers
 
-        return sync_lines(handle)
-    except Exception as exc:  # noqa: BLE001 - the summary is said all the same
-        return [f"(how to upload the trackers' local data could not be said: {type(exc).__name__}: {exc})"]
+        return list(getattr(viewers, function)(handle))
+    except Exception as exc:  # noqa: BLE001 - saying where must never stop a start or an end
+        return [f"({what} could not be said: {type(exc).__name__}: {exc})"]
 
 
 def incomplete_block(summary: FinishSummary, handle: RunHandle, tracking_dir: str | os.PathLike[str]) -> str:
     """The block said when a run ended with something undelivered (see :func:`finished`)."""
     from .delivery.failures import reported
     from .delivery.sync import owed_in
+    from .delivery.writers import owing_text
 
     lines = [f"tracking-core: run {handle.run_id} {summary.status.value}, but its delivery is INCOMPLETE:"]
     # Counting reads the journals: a journal logged flat out takes seconds, and finish keeps its
@@ -139,16 +132,11 @@ def incomplete_block(summary: FinishSummary, handle: RunHandle, tracking_dir: st
         # another node): what they said they logged and delivered, as the details line counts them
         others = [s for label, s in summary.job.get(name, {}).items() if label not in replayed]
         lines.append(f"  {name}: {tracker_line(name, info, summary.logged, own.get(name), peers, others)}")
-    for cause in reported():
-        lines.append(f"  {cause}")
-    for info in summary.writers.values():
-        from .delivery.writers import owing_text
-
-        lines.append(f"  another writer: {owing_text(info)}")
+    lines += [f"  {cause}" for cause in reported()]
+    lines += [f"  another writer: {owing_text(info)}" for info in summary.writers.values()]
     kept = Path(tracking_dir) / "journal" / handle.run_id
     if summary.journal or summary.peers or not summary.writers:
-        lines.append(f"  what is missing is kept in {kept}; once the trackers can be reached, run:")
-        lines.append(f"    {sync_command(kept)}")
+        lines += [f"  what is missing is kept in {kept}; once the trackers can be reached, run:", f"    {sync_command(kept)}"]
     lines.append(f"  (details: {summary.describe()})")
     return "\n".join(lines)
 
@@ -170,8 +158,7 @@ def tracker_line(
         delivered += count(state.get("delivered"))
         total += count(state.get("journaled"))
     rejected = int(info.get("rejected", 0))
-    counted = own is not None and not own.get("partial")
-    configs = own["configs"] if counted and own is not None else len(info.get("missing_configs") or [])
+    configs = own["configs"] if own is not None and not own.get("partial") else len(info.get("missing_configs") or [])
     closed = bool(info.get("closed"))
     at_least = ""
     for owed in peers:
@@ -185,13 +172,11 @@ def tracker_line(
         total += theirs["delivered"] + theirs["rejected"] + theirs["values"]
         configs += theirs["configs"]
         closed = closed and theirs["closed"]
-    parts = [f"{delivered} of {at_least}{total} values delivered"]
-    if rejected:
-        parts.append(f"{rejected} rejected by the tracker")
-    if configs:
-        parts.append(f"{configs} config section(s) not delivered")
-    if not closed:
-        parts.append("run not closed")
-    if info.get("left_out"):
-        parts.append(f"left out of delivery: {info['left_out']}")
-    return ", ".join(parts)
+    parts = [
+        (True, f"{delivered} of {at_least}{total} values delivered"),
+        (rejected, f"{rejected} rejected by the tracker"),
+        (configs, f"{configs} config section(s) not delivered"),
+        (not closed, "run not closed"),
+        (info.get("left_out"), f"left out of delivery: {info.get('left_out')}"),
+    ]
+    return ", ".join(text for shown, text in parts if shown)

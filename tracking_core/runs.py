@@ -30,6 +30,7 @@ from . import lifecycle, reduce, report, settings
 from . import options as opts
 from .attendance import READ_BOUND, announce, take_roll, unwritten_roles
 from .collectors import merge_collected
+from .config import classify_name, redact, to_plain
 from .context import RunContext
 from .delivery import kinds, snapshot
 from .delivery.intake import Intake, spill_folder
@@ -56,6 +57,7 @@ from .records import ConfigSection, RunStatus
 from .registry import BackendSpec
 from .selection import resolve_backend_names
 from .summary import ENDS_DIR, FinishSummary, save_end
+from .system_metrics import end_sampling, start_sampler  # neither raises
 from .writer import SYSTEM_ROLE, decide_writer
 
 log = logging.getLogger("tracking_core.runs")
@@ -93,8 +95,6 @@ def _dir_advice(source: str, primary: bool) -> str:
 def _options_of(args: Any, extra: Mapping[str, Any] | None) -> dict[str, Any]:
     """The host's parsed options as plain data (a cyclic or unprintable value cannot reach a
     backend, a pipe or a file)."""
-    from .config import to_plain
-
     out: dict[str, Any] = {}
     if isinstance(args, Mapping):
         out.update(args)
@@ -114,15 +114,13 @@ def _options_of(args: Any, extra: Mapping[str, Any] | None) -> dict[str, Any]:
 def replay_options(options: Mapping[str, Any], backends: Sequence[str]) -> dict[str, Any]:
     """The backend options ``tracking-core sync`` needs to reach the same trackers: each
     backend's own plain-valued options (``mlflow_tracking_uri``), never a credential."""
-    from .config import classify_name
-
-    out = {}
-    for key, value in options.items():
-        if not any(key.startswith(f"{name}_") for name in backends):
-            continue
-        if isinstance(value, (str, int, float, bool)) and classify_name(key) is None:
-            out[key] = value
-    return out
+    return {
+        key: value
+        for key, value in options.items()
+        if any(key.startswith(f"{name}_") for name in backends)
+        and isinstance(value, (str, int, float, bool))
+        and classify_name(key) is None
+    }
 
 
 @dataclasses.dataclass
@@ -178,8 +176,7 @@ class Run:
         self._handle_lock = threading.RLock()  # save_handle takes it too
         self._local_unusable = False  # said once: later local writes fail quietly
         self._saved_configs: dict[Path, str] = {}
-        self._spill: Path | None = None  # the spill journal's folder (see the intake)
-        writer, spill = self._open_journal(specs, setup.options) if specs else (None, None)
+        writer, spill = self._open_journal(setup.options) if specs else (None, None)
         self.journal = writer.folder if writer is not None else None
         self._writer = writer
         self._intake = Intake(
@@ -189,7 +186,7 @@ class Run:
         self._queued = self._intake.items  # past its bound, a logging call journals (relieve)
         self._delivery: Delivery | None = None
         if specs:
-            mode = delivery_mode(setup.delivery, specs, setup.manager)
+            mode = delivery_mode(setup.delivery or getattr(setup.args, "tracking_delivery", None), specs, setup.manager)
             self._delivery = start_delivery(mode, self._plan(setup), setup.manager, self._opened)
         self._intake.start(self._delivery)
         lifecycle.register(self)
@@ -203,11 +200,6 @@ class Run:
         """This process's run folder, ``<tracking_dir>/runs/<run id>``: its saved configs, its
         delivery logs, and (the primary's) the run handle."""
         return run_folder(self.tracking_dir, self.handle.run_id)
-
-    @property
-    def _shares_primary_dir(self) -> bool:
-        """Whether this process writes in the primary's own tracking directory."""
-        return os.path.normpath(self.tracking_dir) == os.path.normpath(self.handle.tracking_dir)
 
     def _plan(self, setup: RunSetup) -> Plan:
         """What this writer's follower needs, as plain data (it may cross to another process):
@@ -252,9 +244,7 @@ class Run:
     def _journal_root(self) -> Path:
         return self.tracking_dir / JOURNAL_DIR / path_part(self.handle.run_id, "run id")
 
-    def _open_journal(
-        self, specs: Sequence[BackendSpec], options: Mapping[str, Any]
-    ) -> tuple[JournalWriter | None, Callable[[], JournalWriter] | None]:
+    def _open_journal(self, options: Mapping[str, Any]) -> tuple[JournalWriter | None, Callable[[], JournalWriter] | None]:
         """The writer's journal in the tracking directory, and how to open its spill journal
         should the journal fail later. Where the tracking directory cannot be written, the
         journal goes to the spill location itself (see :mod:`tracking_core.delivery.intake`),
@@ -271,8 +261,8 @@ class Run:
             "label": self.label,
             "pid": os.getpid(),
             "host": socket.gethostname(),
-            "backends": [s.name for s in specs],
-            "options": replay_options(options, [s.name for s in specs]),
+            "backends": self._names,
+            "options": replay_options(options, self._names),
         }
         size = settings.segment_bytes()
         writer: JournalWriter | None
@@ -281,7 +271,6 @@ class Run:
         except JournalUnavailable as exc:
             failure = exc
         else:
-            self._spill = spill
             return writer, lambda: JournalWriter(spill, {**meta, "spill_of": str(folder)}, size)
         self._local_unusable = True
         try:
@@ -385,7 +374,7 @@ class Run:
         """The handle as this process sees it: the same run and targets, with this process's
         tracking directory (and host) in place of the primary's, and the targets' paths under
         it; the handle itself where this process writes in the primary's directory."""
-        if self._shares_primary_dir:
+        if os.path.normpath(self.tracking_dir) == os.path.normpath(self.handle.tracking_dir):
             return self.handle
         return dataclasses.replace(
             self.handle.rebased(self.tracking_dir), tracking_dir=str(self.tracking_dir), host=socket.gethostname()
@@ -459,15 +448,7 @@ class Run:
         DataFrame. Each row is copied here (tens of microseconds for 64 rows); the
         conversion and the redaction of secret-shaped strings happen in the background. Never
         blocks, never raises."""
-        if self._state is not None:
-            self._usable("log_table")
-            return
-        try:
-            held = kinds.hold_rows(rows)
-        except Exception as exc:  # noqa: BLE001 - bad input is reported, never raised
-            self._warn_once("table", "log_table(%r) needs a sequence of mappings or a DataFrame (%s: %s); nothing logged", key, type(exc).__name__, exc)
-            return
-        self._queue((_TABLE, time.time(), key, held, step, step_key))
+        self._hold_and_queue("log_table", kinds.hold_rows, "a sequence of mappings or a DataFrame", _TABLE, key, rows, step, step_key)
 
     def log_histogram(
         self, key: str, values: Any, *, step: int | None = None, step_key: str | None = None, bins: int = kinds.DEFAULT_BINS
@@ -475,15 +456,21 @@ class Run:
         """Queue the distribution of ``values`` (a sequence, numpy array or tensor of numbers)
         at ``step``; the values are copied here and binned in the background (``bins`` bins
         over their range, plus their exact count, min, max, mean and percentiles)."""
+        needs = "a sequence, array or tensor of numbers"
+        self._hold_and_queue("log_histogram", kinds.hold_values, needs, _HISTOGRAM, key, values, step, step_key, bins)
+
+    def _hold_and_queue(self, what: str, hold: Callable[[Any], Any], needs: str, kind: kinds.Kind, key: str, value: Any, *rest: Any) -> None:
+        """Queue ``(kind, time, key, hold(value), *rest)``: the value copied here by ``hold``;
+        a value it cannot copy (not what ``what`` needs) is warned about once, never raised."""
         if self._state is not None:
-            self._usable("log_histogram")
+            self._usable(what)
             return
         try:
-            held = kinds.hold_values(values)
-        except Exception as exc:  # noqa: BLE001
-            self._warn_once("histogram", "log_histogram(%r) needs a sequence, array or tensor of numbers (%s: %s); nothing logged", key, type(exc).__name__, exc)
+            held = hold(value)
+        except Exception as exc:  # noqa: BLE001 - bad input is reported, never raised
+            self._warn_once(what, "%s(%r) needs %s (%s: %s); nothing logged", what, key, needs, type(exc).__name__, exc)
             return
-        self._queue((_HISTOGRAM, time.time(), key, held, step, step_key, bins))
+        self._queue((kind, time.time(), key, held, *rest))
 
     def log_text(self, key: str, text: str, *, step: int | None = None, step_key: str | None = None) -> None:
         """Queue a text at ``step`` (secret-shaped strings redacted in the background)."""
@@ -606,7 +593,6 @@ class Run:
         roll: list[dict[str, Any]] = []
         if self.primary:
             from .delivery.sync import await_peers
-            from .system_metrics import end_sampling  # never raises
 
             # The node's system metrics end first: their last samples before the close.
             end_sampling(self.handle, self.tracking_dir, min(timeout / 4, SYSTEM_TIMEOUT))
@@ -671,10 +657,8 @@ class Run:
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         if exc_type is None:
             self.finish()
-        elif issubclass(exc_type, KeyboardInterrupt):
-            self.finish(status=RunStatus.KILLED)
         else:
-            self.finish(status=RunStatus.FAILED)
+            self.finish(status=RunStatus.KILLED if issubclass(exc_type, KeyboardInterrupt) else RunStatus.FAILED)
 
 
 class NullRun:
@@ -717,19 +701,6 @@ class NullRun:
         return self
 
     __exit__ = _nothing
-
-
-def _targets(specs: Sequence[BackendSpec], context: RunContext) -> dict[str, dict[str, Any]]:
-    """Where each backend's run goes, decided now, without connecting anywhere."""
-    out: dict[str, dict[str, Any]] = {}
-    for spec in specs:
-        try:
-            target = spec.resolve_target()
-            out[spec.name] = plain(dict(target(dataclasses.replace(context, backend=spec.name)) or {})) if target else {}
-        except Exception as exc:  # noqa: BLE001 - the backend reports it again when it opens
-            log.warning("backend %r cannot say where its run goes (%s: %s)", spec.name, type(exc).__name__, exc)
-            out[spec.name] = {"target_error": f"{type(exc).__name__}: {exc}"}
-    return out
 
 
 def start_run(
@@ -777,13 +748,15 @@ def start_run(
     specs = manager.select(names, source)
     run_options = _options_of(args, options)
     if resumed is not None:
-        run_handle, where, whence = *_resumed_here(resumed, args, tracking_dir), "the resumed run handle"
+        run_handle, where = _resumed_here(resumed, args, tracking_dir)
+        whence = "the resumed run handle"
     else:
+        rid, whence = (run_id, "run_id=") if run_id else _job_or_new_id()
+        directory, chosen_by = opts.tracking_dir_source(args, tracking_dir)
+        where = (Path(directory).absolute(), chosen_by)
         name = name or getattr(args, "tracking_run_name", None)
-        run_handle, where, whence = _new_handle(args, tracking_dir, name, run_id, key_style)
-        run_handle.backends = _targets(specs, _context(run_handle, run_options, tags, where[0]))
-        run_handle.pending = [s.name for s in specs]
-    delivery = delivery or getattr(args, "tracking_delivery", None)
+        name = kinds.NAMES[name] if name else rid  # trackers keep the name: no secret in it
+        run_handle = _new_handle(rid, name, where[0], opts.key_style(args, key_style), specs, run_options, tags)
     setup = RunSetup(None, decide_writer().rank, "", specs, manager, run_options, where, args, flush_interval,
                      delivery, tags, resumed is not None)
     run = Run(run_handle, setup)
@@ -803,28 +776,41 @@ def start_run(
     launch = config if config is not None else args
     if launch is not None:
         run.log_config(launch, role=None)
-    from .system_metrics import start_sampler  # the node's system metrics, if asked; never raises
-
     start_sampler(run_handle, attach, args=args, tracking_dir=run.tracking_dir)
     return run
 
 
 def _new_handle(
-    args: Any, tracking_dir: Any, name: str | None, run_id: str | None, key_style: str | None
-) -> tuple[RunHandle, tuple[Path, str], str]:
-    """A new run's handle (no backends yet), the primary's tracking directory with what chose
-    it, and where the run id came from."""
-    rid, whence = (run_id, "run_id=") if run_id else _job_or_new_id()
-    directory, chosen_by = opts.tracking_dir_source(args, tracking_dir)
-    where = Path(directory).absolute()
+    run_id: str,
+    name: str,
+    tracking_dir: Path,
+    key_style: str,
+    specs: Sequence[BackendSpec],
+    options: Mapping[str, Any],
+    tags: Mapping[str, str],
+) -> RunHandle:
+    """A new run's handle, made on this host: where each backend's run goes, decided now
+    without connecting anywhere, and every backend pending (the primary opens the run; each
+    backend finds it by its run id)."""
     handle = RunHandle(
-        run_id=rid,
-        name=kinds.NAMES[name] if name else rid,  # trackers keep the name: no secret in it
-        tracking_dir=str(where),
-        key_style=opts.key_style(args, key_style),
+        run_id=run_id,
+        name=name,
+        tracking_dir=str(tracking_dir),
+        key_style=key_style,
         host=socket.gethostname(),
+        pending=[spec.name for spec in specs],
     )
-    return handle, (where, chosen_by), whence
+    context = RunContext(
+        backend="", run_id=run_id, name=name, primary=True, tracking_dir=tracking_dir, options=options, tags=dict(tags)
+    )
+    for spec in specs:
+        try:
+            target = spec.resolve_target()
+            handle.backends[spec.name] = plain(dict(target(dataclasses.replace(context, backend=spec.name)) or {})) if target else {}
+        except Exception as exc:  # noqa: BLE001 - the backend reports it again when it opens
+            log.warning("backend %r cannot say where its run goes (%s: %s)", spec.name, type(exc).__name__, exc)
+            handle.backends[spec.name] = {"target_error": f"{type(exc).__name__}: {exc}"}
+    return handle
 
 
 def _job_or_new_id() -> tuple[str, str]:
@@ -846,20 +832,16 @@ def _resumed_here(resumed: RunHandle, args: Any, tracking_dir: Any) -> tuple[Run
     the host that made it (unless ``tracking_dir=`` says otherwise), else this process's own,
     the handle then naming it and this host (the targets' paths moved under it)."""
     if tracking_dir is None and resumed.on_primary_host():
-        if not resumed.host:
-            resumed.host = socket.gethostname()
+        resumed.host = resumed.host or socket.gethostname()
         return resumed, (Path(resumed.tracking_dir), "the resumed run handle")
     directory, chosen_by = opts.tracking_dir_source(args, tracking_dir)
     where = Path(directory).absolute()
-    moved = dataclasses.replace(resumed.rebased(where), tracking_dir=str(where), host=socket.gethostname())
-    return moved, (where, chosen_by)
+    return dataclasses.replace(resumed.rebased(where), tracking_dir=str(where), host=socket.gethostname()), (where, chosen_by)
 
 
 def _redacted_tags(tags: Mapping[str, str] | None) -> dict[str, str]:
     """The run's tags with secret shapes replaced in keys and values, and the value of a tag
     whose key names a credential replaced whole (the config's rules: docs/secrets.md)."""
-    from .config import redact, to_plain
-
     try:
         return dict(redact(to_plain(dict(tags or {}))[0])[0])
     except Exception as exc:  # noqa: BLE001 - start never raises over a tag
@@ -867,25 +849,12 @@ def _redacted_tags(tags: Mapping[str, str] | None) -> dict[str, str]:
         return {}
 
 
-def _context(handle: RunHandle, options: Mapping[str, Any], tags: Mapping[str, str] | None, tracking_dir: Path) -> RunContext:
-    return RunContext(
-        backend="",
-        run_id=handle.run_id,
-        name=handle.name,
-        primary=True,
-        tracking_dir=tracking_dir,
-        options=options,
-        tags=dict(tags or {}),
-    )
-
-
 def _export(handle: RunHandle, args: Any) -> None:
     os.environ[RUN_ENV] = handle.to_json()
-    if args is not None:
-        try:
-            setattr(args, ARGS_ATTR, handle.to_json())
-        except (AttributeError, TypeError):
-            pass
+    try:
+        setattr(args, ARGS_ATTR, handle.to_json())
+    except (AttributeError, TypeError):  # no args (None), or args that take no attribute
+        pass
 
 
 def attach(
@@ -927,8 +896,6 @@ def attach(
     if not decision.writer:
         log.debug("role %r: not the writer (%s); logging is a no-op here", role, decision.reason)
         announce(run_handle.run_id, role, decision)
-        from .system_metrics import start_sampler  # any process may sample its node; never raises
-
         start_sampler(run_handle, attach, args=args, tracking_dir=tracking_dir)
         null = NullRun(run_handle, role)
         null.group = group
@@ -937,7 +904,6 @@ def attach(
     specs = manager.select(list(run_handle.backends))
     prefix = metric_prefix if metric_prefix is not None else f"{role}/"
     where = local_tracking_dir_source(run_handle, args, tracking_dir)
-    delivery = delivery or getattr(args, "tracking_delivery", None)
     options = _options_of(args, options)
     setup = RunSetup(role, decision.rank, prefix, specs, manager, options, where, args, flush_interval, delivery)
     run = Run(run_handle, setup)
@@ -956,8 +922,6 @@ def attach(
     )
     if collect or config is not None:
         _log_role_config(run, manager, role, args, config, collect)
-    from .system_metrics import start_sampler  # the node's system metrics, if asked; never raises
-
     start_sampler(run_handle, attach, args=args, tracking_dir=run.tracking_dir)
     return run
 
@@ -965,7 +929,8 @@ def attach(
 def _find_run(
     handle: Any, args: Any, role: str, options: Mapping[str, Any] | None, tracking_dir: Any
 ) -> tuple[RunHandle, str]:
-    """The run to attach to and where it was found: a handle, else the job's identity."""
+    """The run to attach to and where it was found: a handle, else the job's identity, the
+    backends then chosen as :func:`start_run` chooses them and their targets computed here."""
     found = find_handle_source(handle, args)
     if found is not None:
         return found
@@ -977,27 +942,12 @@ def _find_run(
             f"of the job the same job id, from which start_run and attach derive the run id: "
             f"{', '.join(JOB_ID_SOURCES)}"
         )
-    return _job_handle(job[0], args, options, tracking_dir), f"{job[1]} (no run handle)"
-
-
-def _job_handle(run_id: str, args: Any, options: Mapping[str, Any] | None, tracking_dir: Any) -> RunHandle:
-    """The handle of the job's run, built where no handle was handed over: the backends chosen
-    as :func:`start_run` chooses them, their targets computed here, every backend pending (the
-    primary opens the run; each backend finds it by its run id)."""
     manager = get_plugin_manager()
     names, source = resolve_backend_names(args=args, explicit=None, manager=manager)
     specs = manager.select(names, source)
     where = local_tracking_dir(None, args, tracking_dir)
-    handle = RunHandle(
-        run_id=run_id,
-        name=run_id,
-        tracking_dir=str(where),
-        key_style=opts.key_style(args),
-        host=socket.gethostname(),
-    )
-    handle.backends = _targets(specs, _context(handle, _options_of(args, options), {}, where))
-    handle.pending = [s.name for s in specs]
-    return handle
+    run_handle = _new_handle(job[0], job[0], where, opts.key_style(args), specs, _options_of(args, options), {})
+    return run_handle, f"{job[1]} (no run handle)"
 
 
 def _log_role_config(run: Run, manager: PluginManager, role: str, args: Any, config: Any, collect: bool) -> None:
@@ -1030,7 +980,5 @@ def _as_mapping(config: Any) -> Mapping[str, Any]:
     try:
         return dict(vars(config))
     except TypeError:
-        from .config import to_plain
-
         plain_config, _ = to_plain(config)
         return plain_config

@@ -20,10 +20,6 @@ class RunNotFound(TrackingError, FileNotFoundError):
     """No saved run matches what the user named; the message lists what there is."""
 
 
-def _runs_dir(tracking_dir: str | Path) -> Path:
-    return Path(tracking_dir) / "runs"
-
-
 def _known(runs: Path) -> str:
     names = (
         sorted(p.name for p in runs.iterdir() if (p / HANDLE_FILE).is_file())
@@ -52,9 +48,9 @@ def find_saved_run(run: str | None, tracking_dir: str | Path) -> RunHandle:
     Raises :class:`RunNotFound` (one line: what was looked for, where, and what exists), or
     :class:`~tracking_core.errors.TrackingError` for a handle file that cannot be read.
     """
-    runs = _runs_dir(tracking_dir)
+    runs = Path(tracking_dir) / "runs"
     if not run:
-        saved = [p for p in runs.glob(f"*/{HANDLE_FILE}")] if runs.is_dir() else []
+        saved = list(runs.glob(f"*/{HANDLE_FILE}"))
         if not saved:
             raise RunNotFound(
                 f"no saved runs under {runs} (name a run directory, or pass --tracking-dir)"
@@ -63,8 +59,9 @@ def find_saved_run(run: str | None, tracking_dir: str | Path) -> RunHandle:
     path = Path(run)
     if path.is_file() or (path / HANDLE_FILE).is_file():
         return _parse(path)
-    if (runs / path_part(run, warn=False) / HANDLE_FILE).is_file():
-        return _parse(runs / path_part(run, warn=False))
+    named = runs / path_part(run, warn=False)
+    if (named / HANDLE_FILE).is_file():
+        return _parse(named)
     matches = (
         sorted(p for p in runs.glob(f"{run}*") if (p / HANDLE_FILE).is_file())
         if runs.is_dir() and "/" not in run

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .context import RunContext
-from .handle import RunHandle
+from .handle import run_folder
 from .records import ConfigSection
 
 log = logging.getLogger("tracking_core.backends")
@@ -85,8 +85,7 @@ def saved_role_sections(run: RunContext, skip: set[str], tracker: str) -> Iterat
     (``<tracking_dir>/runs/<run_id>/config/``), one node's or a shared file system's, except the
     namespaces in ``skip`` (those this writer logged itself) and those not logged as params. An
     unreadable file is warned about (naming ``tracker``) and passed over."""
-    handle = RunHandle(run_id=run.run_id, name=run.name, tracking_dir=str(run.tracking_dir))
-    for path in sorted((handle.run_dir / "config").glob("*.json")):
+    for path in sorted((run_folder(run.tracking_dir, run.run_id) / "config").glob("*.json")):
         try:
             doc = json.loads(path.read_text())
         except (OSError, ValueError) as exc:

@@ -31,38 +31,31 @@ __all__ = ["log_dir", "plan_viewers", "serve", "sync_lines", "viewer_ports", "wh
 log = logging.getLogger("tracking_core.viewers")
 
 
-def _said(
-    name: str, ask: Callable[[Mapping[str, Any], RunHandle], Sequence[str] | None], entry: Mapping[str, Any], handle: RunHandle
-) -> list[str] | None:
-    """Backend ``name``'s lines (``ask``: one of its views' methods); views that raise cost their
-    own lines only, said in their place."""
-    try:
-        lines = ask(entry, handle)
-    except Exception as exc:  # noqa: BLE001 - one plugin's fault is its own line
-        log.debug("the views of %r raised", name, exc_info=True)
-        return [f"{name}: (its views raised {type(exc).__name__}: {exc})"]
-    return None if lines is None else [str(line) for line in lines]
+def _said(handle: RunHandle, method: str, unsaid: Callable[[str, Mapping[str, Any]], list[str]]) -> list[str]:
+    """The lines of the views' ``method`` of every tracker of the run (``unsaid(name, entry)``
+    where they say nothing); views that raise cost their own lines only, said in their place."""
+    lines = []
+    for name, entry in handle.backends.items():
+        ask = getattr(get_plugin_manager().views(name), method)
+        try:
+            said = ask(entry, handle)
+        except Exception as exc:  # noqa: BLE001 - one plugin's fault is its own line
+            log.debug("the views of %r raised", name, exc_info=True)
+            said = [f"{name}: (its views raised {type(exc).__name__}: {exc})"]
+        lines += unsaid(name, entry) if said is None else [str(line) for line in said]
+    return lines
 
 
 def where_to_look(handle: RunHandle) -> list[str]:
     """One line per tracker of the run: where its data is and the command that shows it (its
     views' ``location``; the entry of the run handle where they say nothing)."""
-    lines = []
-    for name, entry in handle.backends.items():
-        said = _said(name, get_plugin_manager().views(name).location, entry, handle)
-        if said is None:
-            said = [f"{name}: {dict(entry)}" if entry else name]
-        lines += said
-    return lines
+    return _said(handle, "location", lambda name, entry: [f"{name}: {dict(entry)}" if entry else name])
 
 
 def sync_lines(handle: RunHandle) -> list[str]:
     """How to upload what the run's trackers keep only on this machine (their views' ``sync``);
     empty when nothing waits."""
-    lines = []
-    for name, entry in handle.backends.items():
-        lines += _said(name, get_plugin_manager().views(name).sync, entry, handle) or []
-    return lines
+    return _said(handle, "sync", lambda name, entry: [])
 
 
 def viewer_ports() -> dict[str, int]:
@@ -73,20 +66,17 @@ def viewer_ports() -> dict[str, int]:
     return {name: int(spec.viewer_port) for name, spec in specs.items() if spec.viewer_port}
 
 
-def _port_free(host: str, port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((host, port))
-        except OSError:
-            return False
-    return True
-
-
 def _free_port(host: str, preferred: int, taken: set[int]) -> int:
     for port in range(preferred, preferred + 100):
-        if port not in taken and _port_free(host, port):
-            return port
+        if port in taken:
+            continue
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                sock.bind((host, port))
+            except OSError:
+                continue
+        return port
     raise OSError(f"no free port on {host} in {preferred}..{preferred + 99}")
 
 
@@ -162,18 +152,14 @@ def _stop(procs: Sequence[subprocess.Popen[bytes]], timeout: float = 10.0) -> No
                 print(f"tracking-core ui: process {proc.pid} does not stop; leaving it", file=sys.stderr)
 
 
-def _last_lines(path: Path, count: int = 20) -> str:
-    """The last ``count`` lines of a viewer's log, indented, for a message on stderr."""
-    try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()[-count:]
-    except OSError as exc:
-        return f"  (its log cannot be read: {exc})"
-    return "\n".join(f"  {line}" for line in lines) or "  (its log is empty)"
-
-
 def _failed(viewer: Viewer, log_path: Path, what: str) -> int:
-    print(f"tracking-core ui: the {viewer.note} {what}; its log: {log_path}, ending with:\n"
-          f"{_last_lines(log_path)}", file=sys.stderr)  # fmt: skip
+    """Say on stderr that ``viewer`` failed, with the last 20 lines of its log, indented."""
+    try:
+        lines = log_path.read_text(encoding="utf-8", errors="replace").splitlines()[-20:]
+        tail = "\n".join(f"  {line}" for line in lines) or "  (its log is empty)"
+    except OSError as exc:
+        tail = f"  (its log cannot be read: {exc})"
+    print(f"tracking-core ui: the {viewer.note} {what}; its log: {log_path}, ending with:\n{tail}", file=sys.stderr)
     return 1
 
 
@@ -228,7 +214,7 @@ def serve(viewers: Sequence[Viewer], *, out: TextIO, logs: Path, wait: float = 1
                         start_new_session=True,  # a process group to stop as one
                     )
                 )
-        pending = dict(zip(range(len(startable)), startable, strict=True))
+        pending = dict(enumerate(startable))
         deadline = time.monotonic() + wait
         while pending and not stopping:
             for i, viewer in list(pending.items()):

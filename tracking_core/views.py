@@ -35,10 +35,10 @@ def command(*args: str | os.PathLike[str]) -> str:
     finds the console script installed beside this Python, its full path when it does not,
     ``<python> -m tracking_core`` when there is none (a source checkout on ``PYTHONPATH``)."""
     if (Path(sys.executable).parent / TOOL).exists():
-        head = shlex.quote(runnable(TOOL))
+        head = [runnable(TOOL)]
     else:
-        head = shlex.join([sys.executable, "-m", "tracking_core"])
-    return " ".join([head, *(shlex.quote(str(a)) for a in args)])
+        head = [sys.executable, "-m", "tracking_core"]
+    return shlex.join([*head, *map(str, args)])
 
 
 def sync_command(path: str | os.PathLike[str], timeout: float | None = None) -> str:
@@ -113,12 +113,10 @@ class Views:
         """Where the run's data is and the command that shows it, one line each: said under the
         run's start line and after the demo's run. ``[]`` says nothing (a backend whose output was
         on the terminal); None: the entry itself is shown."""
-        return None
 
     def sync(self, entry: Mapping[str, Any], handle: RunHandle) -> Sequence[str] | None:
         """How to upload the run's data that is kept only on this machine (an offline run), one
         line each, said under the summary at the end of the run; None where nothing waits."""
-        return None
 
     def viewer(
         self, entry: Mapping[str, Any], handle: RunHandle, host: str, port: int | None, dry_run: bool
@@ -129,7 +127,6 @@ class Views:
         upload first). ``port`` is a free port on ``host`` for a backend that declares
         ``viewer_port`` (``--<backend>-port`` picks another), else None. ``dry_run``: the command
         is only printed, so find nothing that needs the tracker's library or server."""
-        return None
 
     def read(self, entry: Mapping[str, Any], handle: RunHandle) -> TrackerReport | None:
         """The run read back with the tracker's own reader, for ``tracking-core show``: where it
@@ -137,17 +134,14 @@ class Views:
         holds (``report.count(kind, name)``). Raise when it cannot be read: the error is said on
         the backend's line (an ImportError with the command that installs the backend's extra)
         and the other backends are still read. Called in a thread of its own."""
-        return None
 
     def show_files(self, run: str, tracking_dir: str, limit: int) -> Sequence[str] | None:
         """The lines ``tracking-core show RUN`` prints of a run of this tracker's own files that
         has no saved handle, when ``run`` (a directory, or a run id under ``tracking_dir``) names
         one; else None. ``limit``: the most keys or series shown of each section."""
-        return None
 
     def project_options(self, project: str) -> Mapping[str, Any] | None:
         """The backend options that put a host's runs in its project ``project`` (Accelerate's
         ``init_trackers(project_name)``, verl's ``project_name``): ``{"mlflow_experiment":
         project}``. Leave out an option the tracker's own environment variable already sets
         (``WANDB_PROJECT``): that variable wins. Options the host passes itself win over these."""
-        return None

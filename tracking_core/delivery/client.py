@@ -116,8 +116,15 @@ class _Waiting:
     answered: threading.Event = field(default_factory=threading.Event)
     answer: Done | None = None
 
+    @property
+    def left(self) -> float | None:
+        """The time left until its deadline (None: no deadline)."""
+        return None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
+
 
 class ProcessDelivery:
+    pid: int | None = None
+
     def __init__(self, plan: Plan, on_opened: Callable[[str, Any], None], fallback: Callable[[], Delivery]) -> None:
         self.plan = plan
         self._on_opened = on_opened
@@ -131,19 +138,21 @@ class ProcessDelivery:
         #: per tracker, how often the child died while that tracker's code ran
         self.crashes: Counter[str] = Counter()
         self.dropped = 0
-        self.pid: int | None = None
         self._spawn()
 
     @property
     def serves(self) -> str:
-        """Which writer this delivery process serves, for every message about its end."""
-        return _serves(self.plan)
+        """Which writer this delivery process serves, for every message about its end: its role
+        and rank, or the driver, and its label (``actor rank 0 (actor-r0-p4242)``)."""
+        plan = self.plan
+        context = plan.backends[0].context if plan.backends else {}
+        label = context.get("label") or (Path(plan.folder).name if plan.folder else None)
+        role, rank = context.get("role"), context.get("rank")
+        who = "the driver" if context.get("primary") or not role else f"{role} rank {rank if rank is not None else 0}"
+        return f"{who} ({label})" if label else who
 
     # -- the child ---------------------------------------------------------------------------
     def _spawn(self) -> None:
-        env = dict(os.environ)
-        # The child imports what this process imports, even from paths added at run time.
-        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
         self._crash_fd = _crash_report_file()
         # Its own log, not this process's stderr: a pipe (`train.py 2>&1 | tee`) closes when
         # training ends, however long delivery goes on (or if it is stopped). A backend that
@@ -167,7 +176,8 @@ class ProcessDelivery:
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=None if self.plan.terminal else subprocess.DEVNULL if log_fd is None else log_fd,
-                env=env,
+                # The child imports what this process imports, even from paths added at run time.
+                env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)},
                 start_new_session=True,
                 close_fds=True,
                 pass_fds=tuple(fd for fd in (self._crash_fd, training_fd) if fd is not None),
@@ -194,19 +204,14 @@ class ProcessDelivery:
 
     @staticmethod
     def _send_loop(stream: IO[bytes], outbox: queue.Queue[bytes | None]) -> None:
-        while True:
-            data = outbox.get()
-            if data is None:
-                break
+        for data in iter(outbox.get, None):  # None: nothing more to send
             try:
                 stream.write(data)
                 stream.flush()
             except (OSError, ValueError):
                 break  # the child is gone: its reader notices
-        try:
+        with contextlib.suppress(OSError):
             stream.close()
-        except OSError:
-            pass
 
     def _read_loop(self, proc: subprocess.Popen[bytes], closed: threading.Event) -> None:
         assert proc.stdout is not None
@@ -272,10 +277,7 @@ class ProcessDelivery:
             if not self.plan.backends:
                 self._give_up()
                 return
-            self._spawn()
-            self._replay_waiting()
-            return
-        if not self._ready:
+        elif not self._ready:
             log.warning(
                 "tracking-core's delivery process for %s could not start (%s; its errors are "
                 "in %s); delivering on threads of this process instead",
@@ -284,9 +286,7 @@ class ProcessDelivery:
                 self.log_path or "this process's stderr",
             )
             self._local = self._fallback()
-            self._replay_waiting()
-            return
-        if self.restarts >= MAX_RESTARTS:
+        elif self.restarts >= MAX_RESTARTS:
             log.warning(
                 "tracking-core's delivery process for %s ended unexpectedly (%s) after %d "
                 "restarts; what this process logs from now on stays in its journal: run `%s`",
@@ -297,25 +297,26 @@ class ProcessDelivery:
             )
             self._give_up()
             return
-        self.restarts += 1
-        log.warning(
-            "tracking-core's delivery process for %s ended unexpectedly (%s); starting it "
-            "again (%d of %d): it resumes from the journal",
-            self.serves,
-            how,
-            self.restarts,
-            MAX_RESTARTS,
-        )
-        self._spawn()
+        else:
+            self.restarts += 1
+            log.warning(
+                "tracking-core's delivery process for %s ended unexpectedly (%s); starting it "
+                "again (%d of %d): it resumes from the journal",
+                self.serves,
+                how,
+                self.restarts,
+                MAX_RESTARTS,
+            )
+        if self._local is None:
+            self._spawn()
         self._replay_waiting()
 
     def _give_up(self) -> None:
         """No delivery process any more: what is left waits for ``tracking-core sync``."""
         self._done = True
         with self._lock:
-            waiting = list(self._waiting.values())
-            self._waiting.clear()
-        for pending in waiting:
+            waiting, self._waiting = self._waiting, {}
+        for pending in waiting.values():
             pending.answered.set()
 
     def _culprits(self, code: int | None) -> tuple[dict[str, str], str]:
@@ -329,10 +330,7 @@ class ProcessDelivery:
         if code is None or code >= 0 or -code not in SELF_INFLICTED:
             return {}, how
         found = CRASHED_THREAD.search(report)
-        if found is None:
-            culprits = {name: hook for name, (hook, _) in inside.items()}
-        else:
-            culprits = {name: hook for name, (hook, thread) in inside.items() if thread == int(found.group(1), 16)}
+        culprits = {name: hook for name, (hook, thread) in inside.items() if found is None or thread == int(found.group(1), 16)}
         if culprits:
             calls = ", ".join(f"tracker {name!r} in its {hook} call" for name, hook in sorted(culprits.items()))
             return culprits, f"{how}, {calls}"
@@ -393,20 +391,18 @@ class ProcessDelivery:
     def _replay_waiting(self) -> None:
         """Requests the dead child did not answer go to its successor, with the time left."""
         with self._lock:
-            waiting = list(self._waiting.items())
-        for request_id, pending in waiting:
+            waiting = list(self._waiting.values())
+            if self._local is not None:  # answered here from now on
+                self._waiting.clear()
+        for pending in waiting:
             if self._local is not None:
-                with self._lock:
-                    self._waiting.pop(request_id, None)
                 threading.Thread(target=self._answer_locally, args=(pending,), daemon=True).start()
-                continue
-            remaining = None if pending.deadline is None else max(0.0, pending.deadline - time.monotonic())
-            self._send(pending.request._replace(timeout=remaining))
+            else:
+                self._send(pending.request._replace(timeout=pending.left))
 
     def _answer_locally(self, pending: _Waiting) -> None:
         assert self._local is not None
-        request, deadline = pending.request, pending.deadline
-        remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+        request, remaining = pending.request, pending.left
         if isinstance(request, Finish):
             report = self._local.finish(request.end, remaining or 0.0)
             pending.answer = Done(request.id, not report["outstanding"], report)
@@ -516,25 +512,14 @@ def _drop_if_empty(path: Path | None) -> None:
 
 def _reap_if_ours(pid: int | None) -> None:
     """Reap the keeper if it became this process's child (this process is PID 1 of a container
-    or a subreaper, which inherit orphans); init reaps it everywhere else."""
-    if pid is None or _parent_of(pid) != os.getpid():
+    or a subreaper, which inherit orphans); init reaps it everywhere else (``waitpid`` refuses
+    a process that is not this one's child)."""
+    if pid is None:
         return
     deadline = time.monotonic() + 1.0
-    while True:
-        try:
-            if os.waitpid(pid, os.WNOHANG)[0] or time.monotonic() > deadline:
-                return
-        except ChildProcessError:
-            return
-        time.sleep(0.01)
-
-
-def _parent_of(pid: int) -> int | None:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            return int(stat.read().rsplit(b")", 1)[1].split()[1])
-    except (OSError, ValueError, IndexError):
-        return None
+    with contextlib.suppress(ChildProcessError):
+        while not os.waitpid(pid, os.WNOHANG)[0] and time.monotonic() <= deadline:
+            time.sleep(0.01)
 
 
 def _own_pidfd() -> int | None:
@@ -570,16 +555,6 @@ def _read_and_close(fd: int | None) -> str:
     finally:
         with contextlib.suppress(OSError):
             os.close(fd)
-
-
-def _serves(plan: Plan) -> str:
-    """The writer a delivery process serves, as its messages name it: its role and rank, or
-    the driver, and its label (``actor rank 0 (actor-r0-p4242)``)."""
-    context = plan.backends[0].context if plan.backends else {}
-    label = context.get("label") or (Path(plan.folder).name if plan.folder else None)
-    role, rank = context.get("role"), context.get("rank")
-    who = "the driver" if context.get("primary") or not role else f"{role} rank {rank if rank is not None else 0}"
-    return f"{who} ({label})" if label else who
 
 
 def describe_exit(code: int | None) -> str:

@@ -91,7 +91,7 @@ class Breaker:
         kind = f"{what}: {type(exc).__name__}"
         if kind not in self.counts:
             # Said as its cause, once per process whatever the hook (see the module doc).
-            log.debug("backend %r failed in %s: %s: %s", self.backend, what, type(exc).__name__, exc)
+            log.debug("backend %r failed in %s: %s", self.backend, kind, exc)
             log.warning(
                 "backend %r failed in %s: %s; training goes on, %s and further failures are only counted",
                 self.backend,
@@ -134,22 +134,20 @@ class Collapse(logging.Filter):
         info = getattr(record, FAILURE, None)
         if not isinstance(info, dict):
             return True
-        backend, hook, cause = str(info.get("backend")), str(info.get("hook")), str(info.get("cause"))
+        key = (str(info.get("backend")), str(info.get("cause")))
         with _lock:
-            first = (backend, cause) not in _seen
-            _seen.setdefault((backend, cause), Counter())[hook] += 1
+            first = key not in _seen
+            _seen.setdefault(key, Counter())[str(info.get("hook"))] += 1
         return first
 
 
 def reported() -> list[str]:
     """Each failure cause reported in this process, with how often and in which hooks."""
-    with _lock:
-        items = [(key, Counter(hooks)) for key, hooks in _seen.items()]
-    lines = []
-    for (backend, cause), hooks in items:
-        where = ", ".join(sorted(hooks))  # reports arrive from several processes in any order
-        lines.append(f"{backend} failed: {cause} (reported {sum(hooks.values())}x: {where})")
-    return lines
+    with _lock:  # hooks sorted: reports arrive from several processes in any order
+        return [
+            f"{backend} failed: {cause} (reported {sum(hooks.values())}x: {', '.join(sorted(hooks))})"
+            for (backend, cause), hooks in _seen.items()
+        ]
 
 
 def forget() -> None:

@@ -46,7 +46,7 @@ from .journal import (
     try_lock,
 )
 from .plan import Plan, context_from_dict
-from .progress import BackendProgress, Progress
+from .progress import Progress
 from .stream import Message, Stream
 from .worker import BackendSlot, BackendWorker
 
@@ -77,9 +77,9 @@ def take_over(folder: Path, timeout: float) -> int:
     deadline = time.monotonic() + timeout
     path = folder / FOLLOWER_LOCK
     while True:
-        if not (folder / META).exists():
-            raise JournalGone(f"{folder} was delivered and removed by the process that held it")
         try:
+            if not (folder / META).exists():
+                raise FileNotFoundError(folder / META)
             fd = try_lock(path)
         except FileNotFoundError:
             raise JournalGone(f"{folder} was delivered and removed by the process that held it") from None
@@ -109,9 +109,7 @@ def retire(folder: Path) -> None:
     waiting for its lock (see :func:`take_over`); and its spill journal, if it has one."""
     spill = spill_of(folder)
     try:
-        (folder / META).unlink()
-    except FileNotFoundError:
-        pass
+        (folder / META).unlink(missing_ok=True)
     except OSError:
         return  # it stays whole, and a later sync finds it complete
     remove(folder)
@@ -127,9 +125,8 @@ def end_of(folder: Path, status: str) -> int:
     spill = spill_of(folder)
     if end is None and spill is not None and spill.is_dir():
         spill_last, end, _ = scan(spill)
-        if end is None and spill_last > last:
-            append_end(spill, spill_last + 1, status)
-            return spill_last + 1
+        if spill_last > last:  # the writer wrote last there
+            folder, last = spill, spill_last
     if end is None:
         end = last + 1
         append_end(folder, end, status)
@@ -169,8 +166,8 @@ class Follower:
         self.left_out = {name: why for name, why in plan.left_out.items() if name not in names}
         self.owner = not plan.replay
         self.names = names + list(self.left_out)
-        self.acks = acks if acks is not None else Acks(folder, self.names)
-        start = self._done_through()
+        self.acks = acks or Acks(folder, self.names)
+        start = self.progress().done_through()
         self.workers = {
             b.name: BackendWorker(
                 BackendSlot(spec, context_from_dict(b.context), manager, on_call=on_call),
@@ -205,7 +202,7 @@ class Follower:
         """Records the writer could not journal, or a switch between journal and memory."""
         for worker in self.workers.values():
             worker.stream.put(message)
-            worker.wake()
+        self.wake()
 
     def wake(self) -> None:
         for worker in self.workers.values():
@@ -258,9 +255,7 @@ class Follower:
         for worker in self.workers.values():
             worker.verdict.close_by(now + max(0.0, left - min(CLOSE_RESERVE, left / 4)))
         self.drain(end_n, timeout, wait_for_open=False)
-        self._stop.set()
-        for worker in self.workers.values():
-            worker.stop()
+        self._stop_workers()
         joined = time.monotonic() + 0.3  # a worker inside a slow tracker call is left to it
         for worker in self.workers.values():
             worker.join(max(0.0, joined - time.monotonic()))
@@ -282,11 +277,14 @@ class Follower:
 
     def stop(self) -> None:
         """Stop delivering at once (what is not done stays in the journal)."""
+        self._stop_workers()
+        self.acks.save()
+        self._let_go()
+
+    def _stop_workers(self) -> None:
         self._stop.set()
         for worker in self.workers.values():
             worker.stop()
-        self.acks.save()
-        self._let_go()
 
     def _let_go(self) -> None:
         with self._guard:
@@ -333,10 +331,8 @@ class Follower:
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             replace_text(self.folder / META, self._meta)
-            index = max(held, default=-1) + 1
-            for _old, fd in sorted(held.items()):
+            for index, (_old, fd) in enumerate(sorted(held.items()), max(held, default=-1) + 1):
                 copy_segment(fd, self.folder / segment_name(index))
-                index += 1
         except OSError as exc:
             log.warning("tracking-core could not make the deleted journal %s again (%s)", self.folder, exc)
             return
@@ -356,13 +352,12 @@ class Follower:
     def report(self) -> dict[str, Any]:
         """Plain data for the summary: each backend's counters and what is outstanding."""
         backends = {name: w.report() for name, w in self.workers.items()}
+        progress = self.progress()
+        missing = progress.outstanding(self.end_n)
         for name, why in self.left_out.items():
-            backends[name] = (self.acks.progress.get(name) or BackendProgress()).report(left_out=why)
-        missing = self.progress().outstanding(self.end_n)
-        for name, why in self.left_out.items():
+            backends[name] = progress.of(name).report(left_out=why)
             if name in missing:
                 missing[name] += f" ({why})"
-        bad = max((w.stream.bad.count for w in self.workers.values()), default=0)
         owing: dict[str, dict[str, Any]] = {}
         for worker in self.workers.values():  # each registry's verdict; the first names a writer
             for label, entry in worker.verdict.owing.items():
@@ -373,7 +368,7 @@ class Follower:
             "job": {name: w.registration.registry for name, w in self.workers.items() if w.registration.registry},
             "outstanding": missing,
             "end_n": self.end_n,
-            "bad_lines": bad,
+            "bad_lines": max((w.stream.bad.count for w in self.workers.values()), default=0),
             "lost": max((w.stream.lost for w in self.workers.values()), default=0),
             "journal": str(self.folder) if self.folder is not None else None,
         }
@@ -402,35 +397,27 @@ class Follower:
         the snapshots of artifacts every backend has."""
         if self.folder is None or not self.workers or not self.owner:
             return
-        done_through = self._done_through()
+        done_through = self.progress().done_through()
         snapshot.remove_done(self.folder, done_through)
         for folder in (self.folder, self.spill):
-            if folder is not None:
-                self._collect_segments(folder, done_through)
+            found = segments(folder) if folder is not None else []
+            for (_index, path), (_next_index, next_path) in zip(found, found[1:], strict=False):
+                first = self._first_n.get(str(next_path))
+                if first is None:
+                    first = first_record(next_path)
+                    if first is None:
+                        break
+                    self._first_n[str(next_path)] = first
+                if first - 1 > done_through:
+                    break
+                try:
+                    path.unlink()
+                except OSError:
+                    break
 
     def progress(self) -> Progress:
         """Every backend's progress through the journal, the left out ones included."""
         return Progress(self.acks.progress, self.names)
-
-    def _done_through(self) -> int:
-        """Every record up to this one is done by every backend (-1: none known)."""
-        return self.progress().done_through()
-
-    def _collect_segments(self, folder: Path, done_through: int) -> None:
-        found = segments(folder)
-        for (_index, path), (_next_index, next_path) in zip(found, found[1:], strict=False):
-            first = self._first_n.get(str(next_path))
-            if first is None:
-                first = first_record(next_path)
-                if first is None:
-                    return
-                self._first_n[str(next_path)] = first
-            if first - 1 > done_through:
-                return
-            try:
-                path.unlink()
-            except OSError:
-                return
 
 
 def spill_of(folder: Path | None) -> Path | None:

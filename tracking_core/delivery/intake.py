@@ -33,6 +33,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import operator
 import os
@@ -85,31 +86,10 @@ def to_float(value: Any) -> float | None:
     try:
         if isinstance(value, (int, float)):
             return float(value)
-        item = getattr(value, "item", None)
-        if item is None:
-            return None
-        value = item()
-        if isinstance(value, (int, float)):
-            return float(value)
-    except Exception:  # noqa: BLE001 - OverflowError, a non-scalar tensor, a raising item()
+        value = value.item()
+        return float(value) if isinstance(value, (int, float)) else None
+    except Exception:  # noqa: BLE001 - no item(), OverflowError, a non-scalar tensor, a raising item()
         return None
-    return None
-
-
-def _step(value: Any) -> int | None:
-    if value is None:
-        return None
-    try:
-        return operator.index(value)
-    except TypeError:
-        pass
-    try:
-        number = float(value)
-    except (TypeError, ValueError, OverflowError):
-        raise ValueError(f"step {value!r} is not an integer") from None
-    if not number.is_integer():
-        raise ValueError(f"step {value!r} is not an integer")
-    return int(number)
 
 
 class Intake:
@@ -224,14 +204,11 @@ class Intake:
             except Exception:  # noqa: BLE001 - never let the pump die
                 log.exception("tracking-core's pump hit an internal error")
 
-    def stop(self) -> None:
-        self._stop.set()
-        self._wake.set()
-
     def close(self) -> None:
         """The run is over: stop the pump, ignore (and count) what is still queued, and close
         the journals. Nothing is written after this, whoever still calls."""
-        self.stop()
+        self._stop.set()
+        self._wake.set()
         with self._lock:
             self._closed = True
             while self.items:
@@ -334,13 +311,17 @@ class Lines:
         if kind.convert is not None:
             return self._keyed(*item)
         try:
-            entry = kind.make(self.next_n, item[1])
-            obj = entry.encode()
-            self.encoded[obj["n"]] = dumps(obj)  # fails here, not in the journal write
+            return self._numbered(kind, kind.make(self.next_n, item[1]))
         except Exception as exc:  # noqa: BLE001 - one bad item never stops the others
             self.skipped[f"<{kind.tag}>"] += 1
             self.warn(f"item-{kind.tag}", "tracking-core could not journal a %s (%s: %s); it is skipped and counted in the finish summary", kind.name, type(exc).__name__, exc)
             return None
+
+    def _numbered(self, kind: kinds.Kind, entry: Any) -> dict[str, Any]:
+        """The journal line of ``entry`` (numbered ``next_n``), counted; encoded here, so that
+        a line that cannot be fails here, not in the journal write."""
+        obj: dict[str, Any] = entry.encode()
+        self.encoded[self.next_n] = dumps(obj)
         self.logged += kind.values(entry)
         self.next_n += 1
         return obj
@@ -361,29 +342,36 @@ class Lines:
                 )
                 continue
             values[name] = encode_value(value)
-        step = self._checked_step(step)
+        steps = self._steps(step, step_key)
         if not values:
             return None
         self.logged += len(values)
-        obj = row_line(self.next_n, ts, values, step, None if step_key is None else str(step_key))
+        obj = row_line(self.next_n, ts, values, *steps)
         self.next_n += 1
         return obj
 
-    def _checked_step(self, step: Any) -> int | None:
+    def _steps(self, step: Any, step_key: Any) -> tuple[int | None, str | None]:
+        """The step as an int (None, said once, when it is not an integer) and its key as str."""
+        key = None if step_key is None else str(step_key)
+        if step is None:
+            return None, key
         try:
-            return _step(step)
-        except ValueError as exc:
-            self.warn("step", "tracking-core: %s; logged without a step", exc)
-            return None
+            return operator.index(step), key
+        except TypeError:
+            pass
+        with contextlib.suppress(TypeError, ValueError, OverflowError):
+            number = float(step)
+            if number.is_integer():
+                return int(number), key
+        self.warn("step", "tracking-core: step %r is not an integer; logged without a step", step)
+        return None, key
 
     def _keyed(self, kind: kinds.Kind, ts: float, key: Any, value: Any, step: Any, step_key: Any, *extra: Any) -> dict[str, Any] | None:
         """A table, histogram or text: its held value converted by its kind, under its key."""
         name = kinds.NAMES[key if isinstance(key, str) else str(key)]  # secret shapes replaced
         try:
             fields = kind.convert(value, self.redact, *extra)  # type: ignore[misc]
-            entry = kind.entry(self.next_n, ts, name, *fields, self._checked_step(step), None if step_key is None else str(step_key))
-            obj = entry.encode()
-            self.encoded[self.next_n] = dumps(obj)
+            return self._numbered(kind, kind.entry(self.next_n, ts, name, *fields, *self._steps(step, step_key)))
         except Exception as exc:  # noqa: BLE001 - bad input is reported, never raised
             self.skipped[self.prefix + name] += 1
             self.warn(
@@ -395,9 +383,6 @@ class Lines:
                 exc,
             )
             return None
-        self.logged += 1
-        self.next_n += 1
-        return obj
 
 
 class Places:

@@ -134,9 +134,9 @@ def _on_event(
     name: str, event: Event | None, acks: Acks, outcome: Outcome, on_opened: Callable[[str, Any], None]
 ) -> None:
     if isinstance(event, Progressed):
-        for backend, progress in event.acks.items():
-            if backend == name:
-                acks.update(name, **{k: progress[k] for k in _PROGRESS if k in progress})
+        progress = event.acks.get(name)
+        if progress is not None:
+            acks.update(name, **{k: progress[k] for k in _PROGRESS if k in progress})
         acks.save()
     elif isinstance(event, Call):
         outcome.inside = event.hook
@@ -149,8 +149,7 @@ def _on_event(
 
 
 def _start(plan: Plan, lock_fd: int, events: queue.Queue[tuple[str, Event | None]]) -> subprocess.Popen[bytes]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
     proc = subprocess.Popen(
         [sys.executable, "-m", "tracking_core.delivery.process"],
         stdin=subprocess.PIPE,

@@ -24,7 +24,7 @@ from ..errors import TrackingError
 from ..plugins import PluginManager
 from ..registry import BackendSpec
 from .plan import Plan
-from .stream import Delivery, Message
+from .stream import Delivery
 
 log = logging.getLogger("tracking_core.delivery")
 
@@ -36,7 +36,7 @@ class DeliveryUnavailable(TrackingError):
 
 
 class ThreadDelivery:
-    """The follower on threads of this process."""
+    """The follower on threads of this process: its methods are the follower's own."""
 
     pid: int | None = None
 
@@ -44,33 +44,17 @@ class ThreadDelivery:
         # imported here: a training process whose delivery runs in its own process never needs it
         from .follower import Follower
 
-        self.follower = Follower(plan, manager, on_opened=on_opened).start()
-
-    def feed(self, message: Message) -> None:
-        self.follower.feed(message)
-
-    def wake(self) -> None:
-        self.follower.wake()
-
-    def drain(self, target_n: int, timeout: float | None) -> bool:
-        return self.follower.drain(target_n, timeout)
-
-    def finish(self, end_n: int, timeout: float) -> dict[str, Any]:
-        return self.follower.finish(end_n, timeout)
-
-    def report(self) -> dict[str, Any]:
-        return self.follower.report()
-
-    def forget(self) -> None:
-        self.follower.forget()
+        follower = self.follower = Follower(plan, manager, on_opened=on_opened).start()
+        self.feed, self.wake, self.drain = follower.feed, follower.wake, follower.drain
+        self.finish, self.report, self.forget = follower.finish, follower.report, follower.forget
 
 
 def delivery_mode(explicit: str | None, specs: Sequence[BackendSpec], manager: PluginManager) -> str:
     """``"process"`` or ``"thread"``: ``explicit`` (``delivery=`` or ``--tracking-delivery``),
     else ``$TRACKING_CORE_DELIVERY``, else process whenever a new interpreter can build every
     selected backend. An explicit ``process`` that cannot be honoured is an error saying why."""
-    asked = (explicit or settings.get(settings.DELIVERY) or "").lower() or None
-    if asked is not None and asked not in MODES:
+    asked = (explicit or settings.get(settings.DELIVERY) or "").lower()
+    if asked and asked not in MODES:
         source = "delivery= (--tracking-delivery)" if explicit else f"${settings.DELIVERY}"
         raise ValueError(f"{source} is {asked!r}; use one of: {', '.join(MODES)}")
     if asked == "thread" or not specs:

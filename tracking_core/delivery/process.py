@@ -145,29 +145,24 @@ class Training:
     def __init__(self, info: Mapping[str, Any] | None) -> None:
         info = info or {}
         self._pid: int | None = info.get("pid")
+        self._pidfd: int | None = info.get("pidfd")
         self._parent = os.getppid()
-        # Asked by the main loop and by a finish's answer at once: one poll object refuses a
-        # second caller (``RuntimeError: concurrent poll() invocation``), which ended the main
-        # thread and then the process (SIGABRT at shutdown, a daemon thread holding stdin).
-        self._lock = threading.Lock()
-        self._poll: select.poll | None = None
-        if info.get("pidfd") is not None:
-            self._poll = select.poll()
-            self._poll.register(int(info["pidfd"]), select.POLLIN)
 
     def gone(self) -> bool:
-        """Safe from any thread."""
+        """Safe from any thread. Asked by the main loop and by a finish's answer at once, so each
+        call has a poll object of its own: one refuses a second caller (``RuntimeError:
+        concurrent poll() invocation``), which ended the main thread and then the process
+        (SIGABRT at shutdown, a daemon thread holding stdin)."""
         if self._pid is None:
             return os.getppid() != self._parent
-        with self._lock:
-            if self._poll is not None:
-                try:
-                    events = self._poll.poll(0)
-                except OSError:
-                    events = [(-1, select.POLLNVAL)]
+        if self._pidfd is not None:
+            poll = select.poll()
+            poll.register(self._pidfd, select.POLLIN)
+            with contextlib.suppress(OSError):
+                events = poll.poll(0)
                 if not any(mask & (select.POLLERR | select.POLLNVAL) for _, mask in events):
                     return bool(events)  # a pidfd is readable once its process ended
-                self._poll = None  # not a usable pidfd: the pid then
+            self._pidfd = None  # not a usable pidfd: the pid then
         try:
             os.kill(self._pid, 0)
         except ProcessLookupError:
@@ -250,10 +245,9 @@ def _requests(stream: IO[bytes], child: Child, gone: threading.Event) -> None:
 
 
 def main() -> None:
-    events = os.fdopen(os.dup(1), "wb")
+    channel = Channel(os.fdopen(os.dup(1), "wb"))
     os.dup2(2, 1)  # what a tracker prints goes to stderr, not into the event stream
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    channel = Channel(events)
     stdin = sys.stdin.buffer
     try:
         first = Start.decode(json.loads(stdin.readline()))
@@ -263,10 +257,9 @@ def main() -> None:
         os._exit(2)
     sys.argv = list(first.argv)
     if first.crash_fd is not None:
-        try:
+        # else (or if it fails) a crash is charged to every tracker inside a call
+        with contextlib.suppress(OSError, ValueError):
             faulthandler.enable(file=int(first.crash_fd), all_threads=True)
-        except (OSError, ValueError):
-            pass  # a crash is then charged to every tracker inside a call
     root = logging.getLogger()
     root.setLevel(first.log_level)
     root.addHandler(ForwardLogs(channel))
@@ -299,12 +292,11 @@ def main() -> None:
         if training.gone():
             break
         child.send_report()
-    if child.finishing.is_set() and not plan.replay:
-        while True:  # the finish answers and exits; the training process may be gone already
-            time.sleep(1.0)
     if plan.replay:  # the sync that started this process is gone: so is the lock it handed down
         follower.stop()
         os._exit(0)
+    while child.finishing.is_set():  # the finish answers and exits; the training process may be gone already
+        time.sleep(1.0)
     child.orphaned()
     _drop_own_log(plan)
     os._exit(0)

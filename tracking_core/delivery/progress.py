@@ -27,7 +27,7 @@ as plain data (:meth:`BackendProgress.to_dict`, :meth:`BackendProgress.from_mapp
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 __all__ = ["BackendProgress", "Progress"]
@@ -100,25 +100,14 @@ class BackendProgress:
         }
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "n": self.n,
-            "delivered": self.delivered,
-            "rejected": self.rejected,
-            "owed": list(self.owed),
-            "configs": self.configs,
-        }
+        return asdict(self)
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> BackendProgress:
         """From ``acks.json`` or a report (``KeyError``, ``TypeError``, ``ValueError`` when it
         is no progress: ``n`` is required)."""
-        return cls(
-            n=int(data["n"]),
-            delivered=int(data.get("delivered", 0)),
-            rejected=int(data.get("rejected", 0)),
-            owed=[int(x) for x in data.get("owed", [])],
-            configs=int(data.get("configs", 0)),
-        )
+        counts = {key: int(data.get(key, 0)) for key in ("delivered", "rejected", "configs")}
+        return cls(n=int(data["n"]), owed=[int(x) for x in data.get("owed", [])], **counts)
 
 
 class Progress:
@@ -139,12 +128,7 @@ class Progress:
         """The completion rule: what each backend still lacks, in words; empty when the journal
         is complete and may go. A value a tracker rejected counts as done (it was reported); a
         config section it refused does not."""
-        out = {}
-        for name in self.names:
-            lacks = self.of(name).lacks(end_n)
-            if lacks:
-                out[name] = lacks
-        return out
+        return {name: lacks for name in self.names if (lacks := self.of(name).lacks(end_n))}
 
     def complete(self, end_n: int | None) -> bool:
         return not self.outstanding(end_n)
@@ -155,11 +139,7 @@ class Progress:
         progress = [p for name, p in self._backends.items() if name in self.names]
         if not progress:
             return -1
-        through = min(p.n for p in progress)
-        owed = [n for p in progress for n in p.owed]
-        if owed:
-            through = min(through, min(owed) - 1)
-        return through
+        return min([p.n for p in progress] + [n - 1 for p in progress for n in p.owed])
 
     def reached(self, last: int) -> bool:
         """Every backend has acknowledged every record up to ``last`` (done, or owed: see

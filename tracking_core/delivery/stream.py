@@ -65,9 +65,8 @@ class Stream:
     over in memory, in number order from ``start + 1`` (the first record a worker may lack)."""
 
     def __init__(self, folder: Path | None, *, spill: Path | None = None, start: int = -1) -> None:
-        self.reader = SegmentReader(folder) if folder is not None else None
-        self.spill_reader = SegmentReader(spill) if spill is not None else None
-        self.readers = [r for r in (self.reader, self.spill_reader) if r is not None]
+        self.readers = [SegmentReader(journal) for journal in (folder, spill) if journal is not None]
+        self.reader = self.readers[0] if folder is not None else None
         self._memory = _Place(None)
         self._places = [_Place(r) for r in self.readers] + [self._memory]
         self.last_n = start
@@ -79,8 +78,7 @@ class Stream:
 
     @property
     def bad(self) -> BadLines:
-        if len(self.readers) == 1:
-            return self.readers[0].bad
+        """The bad lines of its journals together."""
         out = BadLines()
         for reader in self.readers:
             out.count += reader.bad.count

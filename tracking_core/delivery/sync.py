@@ -20,7 +20,7 @@ import os
 import re
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TextIO
@@ -48,7 +48,7 @@ from .journal import (
     read_meta,
 )
 from .plan import BackendPlan, Plan, context_to_dict, plain
-from .progress import BackendProgress, Progress
+from .progress import Progress
 from .writers import identity
 
 log = logging.getLogger("tracking_core.sync")
@@ -121,25 +121,25 @@ class SyncReport:
 
     def add(self, name: str, delivered: int, rejected: int, configs: int = 0) -> None:
         """Count one tracker's progress through one journal (see :meth:`.BackendProgress.since`)."""
-        self.records += max(0, delivered)
-        self.delivered[name] = self.delivered.get(name, 0) + max(0, delivered)
-        if rejected > 0:
-            self.rejected[name] = self.rejected.get(name, 0) + rejected
-        if configs > 0:
-            self.configs[name] = self.configs.get(name, 0) + configs
+        self.records += delivered
+        self.delivered[name] = self.delivered.get(name, 0) + delivered
+        for counts, value in ((self.rejected, rejected), (self.configs, configs)):
+            if value > 0:
+                counts[name] = counts.get(name, 0) + value
 
     def tracker_lines(self) -> list[str]:
         """One line per tracker this sync delivered to (values or config sections) or whose
         values it rejected."""
         lines = []
         for name in sorted(set(self.delivered) | set(self.rejected) | set(self.configs)):
-            if not (self.delivered.get(name) or self.rejected.get(name) or self.configs.get(name)):
+            delivered, rejected, configs = (counts.get(name, 0) for counts in (self.delivered, self.rejected, self.configs))
+            if not (delivered or rejected or configs):
                 continue  # it lacked nothing
-            text = f"{name}: {self.delivered.get(name, 0)} values delivered"
-            if self.rejected.get(name):
-                text += f", {self.rejected[name]} rejected by the tracker (see the warnings above)"
-            if self.configs.get(name):
-                text += f", {self.configs[name]} config section(s) delivered"
+            text = f"{name}: {delivered} values delivered"
+            if rejected:
+                text += f", {rejected} rejected by the tracker (see the warnings above)"
+            if configs:
+                text += f", {configs} config section(s) delivered"
             lines.append(text)
         return lines
 
@@ -205,34 +205,39 @@ def replay(
     if lock_fd is None:
         return
     run_id = str(meta["handle"]["run_id"])
-    handle = handles.get(run_id) or _saved_handle(meta)
-    handles[run_id] = handle
+    handle = handles[run_id] = handles.get(run_id) or _saved_handle(meta)
     before = read_acks(folder)
     try:
-        setup = _setup(folder, meta, handle, manager, report)
+        plan, on_opened = _setup(folder, meta, handle, manager, report)
     except Refused as exc:
         os.close(lock_fd)
         report.errors.append(str(exc))
         return
-    if stream is not None:
-        stream.write(f"delivering {folder} to {', '.join(b.name for b in setup.plan.backends)}\n")
-        stream.flush()
-    if isolate:
-        _replay_apart(folder, setup, lock_fd, deadline, report, before, stream)
-        return
-    follower = Follower(setup.plan, manager, on_opened=setup.on_opened, lock_fd=lock_fd)
-    follower.start()
-    result = follower.finish(follower.replay_end(), max(0.0, deadline - time.monotonic()))
-    for name in result["backends"]:
-        if name in follower.acks.progress:
-            report.add(name, *follower.acks.progress[name].since(before.get(name)))
-    if result.get("bad_lines"):
-        report.bad_lines[str(folder)] = int(result["bad_lines"])
-    if result["outstanding"]:
-        for name, what in result["outstanding"].items():
-            report.errors.append(f"{folder}: {name} still lacks {what} (see the warnings above)")
+    say = _say(stream)
+    say(f"delivering {folder} to {', '.join(b.name for b in plan.backends)}")
+    # Why a backend still lacks something, after what it lacks.
+    why: dict[str, str] = {}
+    if isolate:  # each backend in a process of its own (see .isolation)
+        timeout = max(0.0, deadline - time.monotonic())
+        try:
+            missing, outcomes, progress = replay_apart(plan, lock_fd, deadline, on_opened, say=say)
+        finally:
+            os.close(lock_fd)
+        bad = max((int((o.report or {}).get("bad_lines") or 0) for o in outcomes.values()), default=0)
+        why = {name: f": {o.why(timeout) or 'see the warnings above'}" for name, o in outcomes.items()}
     else:
+        follower = Follower(plan, manager, on_opened=on_opened, lock_fd=lock_fd)
+        follower.start()
+        result = follower.finish(follower.replay_end(), max(0.0, deadline - time.monotonic()))
+        missing, progress, bad = result["outstanding"], follower.acks.progress, int(result["bad_lines"])
+    for name, p in progress.items():
+        report.add(name, *p.since(before.get(name)))
+    if bad:
+        report.bad_lines[str(folder)] = bad
+    if not missing:
         report.removed.append(str(folder))
+    for name, what in missing.items():
+        report.errors.append(f"{folder}: {name} still lacks {what}{why.get(name, ' (see the warnings above)')}")
 
 
 def _take_over(folder: Path, report: SyncReport, stream: TextIO | None, deadline: float) -> int | None:
@@ -240,9 +245,8 @@ def _take_over(folder: Path, report: SyncReport, stream: TextIO | None, deadline
     process, finishing after a kill, or another sync) at most until ``deadline``; None when that
     process finished the journal meanwhile (nothing left to do) or still holds it then."""
     wait = max(0.0, deadline - time.monotonic())
-    say = _say(stream) if held(folder / FOLLOWER_LOCK) else None
-    if say is not None:
-        say(f"waiting up to {wait:.0f} s for the process delivering {folder}")
+    say = _say(stream if held(folder / FOLLOWER_LOCK) else None)
+    say(f"waiting up to {wait:.0f} s for the process delivering {folder}")
     try:
         while True:  # in steps, each followed by a line: a long wait is never a silent one
             try:
@@ -250,8 +254,7 @@ def _take_over(folder: Path, report: SyncReport, stream: TextIO | None, deadline
             except FollowerBusy:
                 if time.monotonic() >= deadline:
                     raise
-                if say is not None:
-                    say(f"still waiting for the process delivering {folder} ({deadline - time.monotonic():.0f} s left)")
+                say(f"still waiting for the process delivering {folder} ({deadline - time.monotonic():.0f} s left)")
     except JournalGone:
         report.finished_elsewhere.append(str(folder))
     except FollowerBusy:
@@ -262,45 +265,15 @@ def _take_over(folder: Path, report: SyncReport, stream: TextIO | None, deadline
     return None
 
 
-def _say(stream: TextIO | None) -> Callable[[str], None] | None:
+def _say(stream: TextIO | None) -> Callable[[str], None]:
     """Lines to ``stream`` as they are said (None: said nowhere)."""
-    if stream is None:
-        return None
 
     def say(text: str) -> None:
-        stream.write(text + "\n")
-        stream.flush()
+        if stream is not None:
+            stream.write(text + "\n")
+            stream.flush()
 
     return say
-
-
-def _replay_apart(
-    folder: Path,
-    setup: _Setup,
-    lock_fd: int,
-    deadline: float,
-    report: SyncReport,
-    before: dict[str, BackendProgress],
-    stream: TextIO | None,
-) -> None:
-    """Each backend in a process of its own (see :mod:`.isolation`)."""
-    timeout = max(0.0, deadline - time.monotonic())
-    try:
-        missing, outcomes, progress = replay_apart(setup.plan, lock_fd, deadline, setup.on_opened, say=_say(stream))
-    finally:
-        os.close(lock_fd)
-    for name, p in progress.items():
-        report.add(name, *p.since(before.get(name)))
-    bad = max((int((o.report or {}).get("bad_lines") or 0) for o in outcomes.values()), default=0)
-    if bad:
-        report.bad_lines[str(folder)] = bad
-    if not missing:
-        report.removed.append(str(folder))
-        return
-    for name, what in missing.items():
-        outcome = outcomes.get(name)
-        why = outcome.why(timeout) if outcome is not None else ""
-        report.errors.append(f"{folder}: {name} still lacks {what}: {why or 'see the warnings above'}")
 
 
 def _delivered_with(meta: dict[str, Any]) -> bool:
@@ -330,15 +303,11 @@ def _saved_handle(meta: dict[str, Any]) -> RunHandle:
     return recorded
 
 
-@dataclass
-class _Setup:
-    """What delivering one journal takes, from its meta and the run's handle."""
-
-    plan: Plan
-    on_opened: Callable[[str, Any], None]
-
-
-def _setup(folder: Path, meta: dict[str, Any], handle: RunHandle, manager: PluginManager, report: SyncReport) -> _Setup:
+def _setup(
+    folder: Path, meta: dict[str, Any], handle: RunHandle, manager: PluginManager, report: SyncReport
+) -> tuple[Plan, Callable[[str, Any], None]]:
+    """What delivering one journal takes, from its meta and the run's handle: its plan, and
+    what hears a run opened in a backend."""
     names = [str(n) for n in meta.get("backends") or []]
     primary = bool(meta.get("primary"))
     recorded = RunHandle.from_mapping(meta["handle"])
@@ -377,7 +346,7 @@ def _setup(folder: Path, meta: dict[str, Any], handle: RunHandle, manager: Plugi
             log.warning("could not save the run handle %s: %s", handle.run_dir, exc)
         report.opened.append(f"{handle.run_id}:{name}")
 
-    return _Setup(plan, on_opened)
+    return plan, on_opened
 
 
 def _writer(meta: dict[str, Any], tracking_dir: str) -> dict[str, Any]:
@@ -426,7 +395,9 @@ def await_peers(tracking_dir: str, run_id: str, own: Path | None, deadline: floa
     live: list[Path] = []
     manager: PluginManager | None = None
     handles: dict[str, RunHandle] = {}
-    for journal in _others(find_journals(folder), own):
+    for journal in find_journals(folder):
+        if own is not None and journal.resolve() == own.resolve():
+            continue
         if held(journal / WRITER_LOCK) or held(journal / FOLLOWER_LOCK):
             live.append(journal)
             continue
@@ -458,19 +429,21 @@ def await_peers(tracking_dir: str, run_id: str, own: Path | None, deadline: floa
     return missing
 
 
-def _others(journals: Iterable[Path], own: Path | None) -> list[Path]:
-    return [j for j in journals if own is None or j.resolve() != own.resolve()]
-
-
 def _settled(journal: Path) -> bool:
     """Every backend has handled everything the writer journaled so far: waiting longer
     brings nothing (a config section a backend refused is owed to ``tracking-core sync``,
     and the peer's own finish says so)."""
+    progress = _progress_of(journal)
+    return progress is None or progress.reached(last_record(journal))
+
+
+def _progress_of(folder: Path) -> Progress | None:
+    """Every backend's progress through the journal (None: its ``meta.json`` cannot be read)."""
     try:
-        backends = [str(b) for b in read_meta(journal).get("backends") or []]
+        names = [str(b) for b in read_meta(folder).get("backends") or []]
     except ValueError:
-        return True
-    return Progress(read_acks(journal), backends).reached(last_record(journal))
+        return None
+    return Progress(read_acks(folder), names)
 
 
 def owed_in(folder: Path, deadline: float | None = None) -> dict[str, dict[str, Any]]:
@@ -480,13 +453,11 @@ def owed_in(folder: Path, deadline: float | None = None) -> dict[str, dict[str, 
     ``delivered`` and ``rejected`` values its acknowledgements record. Empty when the journal
     cannot be read. Counting reads the whole journal: past ``deadline`` (``time.monotonic()``)
     it stops, and ``partial`` is true (the counts are then lower bounds)."""
-    try:
-        names = [str(b) for b in read_meta(folder).get("backends") or []]
-    except ValueError:
+    progress = _progress_of(folder)
+    if progress is None:
         return {}
-    progress = Progress(read_acks(folder), names)
     out = {}
-    for name in names:
+    for name in progress.names:
         p = progress.of(name)
         out[name] = {
             "values": 0,
@@ -509,16 +480,14 @@ def owed_in(folder: Path, deadline: float | None = None) -> dict[str, dict[str, 
             for record in records:
                 entry = decode(record)
                 kind = kinds.of(entry)
-                n, values = entry.n, kind.values(entry)
-                for name in names:
-                    if progress.done(name, n):
-                        if kind.closes:
-                            out[name]["closed"] = True
-                        continue
-                    if kind.owed:
-                        out[name]["configs"] += 1
+                values = kind.values(entry)
+                for name, counts in out.items():
+                    if progress.done(name, entry.n):
+                        counts["closed"] |= kind.closes
+                    elif kind.owed:
+                        counts["configs"] += 1
                     else:
-                        out[name]["values"] += values
+                        counts["values"] += values
     finally:
         reader.close()
     return out

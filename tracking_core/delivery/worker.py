@@ -83,6 +83,12 @@ class BackendSlot:
         self._impls: dict[str, HookImpl] | None = None
         self._traced = bool(settings.get(settings.TRACE_PLUGINS))  # read once, not at every call
 
+    def _hooks(self) -> dict[str, HookImpl]:
+        """Its hook implementations, the instance built on first use."""
+        if self._impls is None:
+            self._impls = self._watched(self._build, "constructor")
+        return self._impls
+
     def _build(self) -> dict[str, HookImpl]:
         instance = self.spec.resolve_factory()(self.context)
         name = self.spec.name
@@ -102,22 +108,21 @@ class BackendSlot:
             for impl in caller.get_hookimpls()
             if impl.plugin is instance and not (impl.hookwrapper or impl.wrapper)
         }
-        self.instance, self.plugin_name, self._impls = instance, name, impls
+        self.instance, self.plugin_name = instance, name
         return impls
 
     def call(self, hook: str, **kwargs: Any) -> Any:
         """Call this backend's implementation of ``hook`` with the arguments it names (None
         where it has none)."""
-        impls = self._impls if self._impls is not None else self._watched(self._build, "constructor")
-        impl = impls.get(hook)
+        impl = self._hooks().get(hook)
         if impl is None:
             return None
         args = [kwargs[name] for name in impl.argnames]
-        if not self._traced:
-            return self._watched(lambda: impl.function(*args), hook)
-        trace.info("%s [hook] backend %s: %s", hook, self.plugin_name, ", ".join(impl.argnames))
+        if self._traced:
+            trace.info("%s [hook] backend %s: %s", hook, self.plugin_name, ", ".join(impl.argnames))
         result = self._watched(lambda: impl.function(*args), hook)
-        trace.info("finish %s --> %.200r", hook, result)
+        if self._traced:
+            trace.info("finish %s --> %.200r", hook, result)
         return result
 
     def _watched(self, call: Callable[[], Any], what: str) -> Any:
@@ -132,10 +137,9 @@ class BackendSlot:
     def implements(self, hook: str) -> bool:
         """Whether this backend has an implementation of ``hook`` (none when it cannot be built)."""
         try:
-            impls = self._impls if self._impls is not None else self._watched(self._build, "constructor")
+            return hook in self._hooks()
         except Exception:  # noqa: BLE001 - its constructor failed: it has no hooks then
             return False
-        return hook in impls
 
     def release(self) -> None:
         """Unregister the instance: a backend is a plugin only for the life of its run."""
@@ -170,7 +174,7 @@ class BackendWorker:
         self._stop = threading.Event()
         self.verdict = CloseVerdict(self.registration, self._stop)
         self._progress = threading.Condition()
-        self.batches = Batches(stream, self._own_progress, self._progress, slot.spec.max_batch, slot.spec.batch_interval)
+        self.batches = Batches(stream, lambda: self.progress, self._progress, slot.spec.max_batch, slot.spec.batch_interval)
         self.ready = False
         self.owed_sections: dict[int, str] = {}
         self._probe_now = False
@@ -202,9 +206,6 @@ class BackendWorker:
     def progress(self) -> BackendProgress:
         return self.acks.progress[self.name]
 
-    def _own_progress(self) -> BackendProgress:
-        return self.progress
-
     def start(self) -> None:
         self._thread.start()
 
@@ -229,21 +230,19 @@ class BackendWorker:
             self.batches.urgent += 1
             probe_mark = self.breaker.attempts
             self._probe_now = True
-        self._wake.set()
-        try:
-            with self._progress:
+            self._wake.set()
+            try:
                 while not self.progress.reached(target_n) or self.batches.retrying_owed():
-                    if self._stop.is_set() and not self._thread.is_alive():
+                    remaining = 0.05 if deadline is None else deadline - time.monotonic()
+                    if (
+                        remaining <= 0
+                        or (self._stop.is_set() and not self._thread.is_alive())
+                        or self._gave_up(probe_mark, wait_for_open)  # down (or not open yet), and probed once since
+                    ):
                         return False
-                    if self._gave_up(probe_mark, wait_for_open):
-                        return False  # down (or not open yet), and probed once since
-                    remaining = None if deadline is None else deadline - time.monotonic()
-                    if remaining is not None and remaining <= 0:
-                        return False
-                    self._progress.wait(0.05 if remaining is None else min(0.05, remaining))
-            return True
-        finally:
-            with self._progress:
+                    self._progress.wait(min(0.05, remaining))
+                return True
+            finally:
                 self.batches.urgent -= 1
 
     def _gave_up(self, probe_mark: int, wait_for_open: bool) -> bool:
@@ -321,10 +320,6 @@ class BackendWorker:
                 self._not_open(hook, exc)
             else:
                 ok, result = self.attempt(hook, **where, run=self.context)
-            if isinstance(result, RunNotOpenYet):
-                self._sleep(min(delay, NOT_OPEN_POLL))
-                delay = min(delay * 2, NOT_OPEN_POLL)
-                continue
             if ok:  # ready since the call returned (see attempt)
                 self._waiting_since = None
                 # A tracker in this process (thread delivery) registers its own exit teardown
@@ -333,15 +328,14 @@ class BackendWorker:
                 if self.on_opened is not None and result is not None:
                     self.on_opened(self.name, result)
                 return True
-            self._sleep(delay)
-            delay = min(delay * 2, MAX_RETRY_DELAY)
+            longest = NOT_OPEN_POLL if isinstance(result, RunNotOpenYet) else MAX_RETRY_DELAY
+            self._sleep(min(delay, longest))
+            delay = min(delay * 2, longest)
         return False
 
     def _not_open(self, hook: str, exc: RunNotOpenYet) -> None:
         """The primary has not opened the run here yet: a wait, reported only when it lasts."""
-        with self._progress:
-            self.breaker.attempts += 1
-            self._progress.notify_all()
+        self._returned()
         if self._waiting_since is None:
             self._waiting_since = time.monotonic()
         elif time.monotonic() - self._waiting_since > NOT_OPEN_GRACE:
@@ -376,16 +370,19 @@ class BackendWorker:
             self.breaker.record(hook, exc)
             if not self.refusals.judging:  # isolation judges the tracker's health itself
                 self.breaker.failed()
-            with self._progress:
-                self.breaker.attempts += 1
-                self._progress.notify_all()
+            self._returned()
             return False, exc
-        with self._progress:
-            if hook in ("open_run", "attach_run"):
-                self.ready = True
-            self.breaker.attempts += 1
+        self._returned(ready=hook in ("open_run", "attach_run"))
         self.breaker.succeeded()
         return True, result
+
+    def _returned(self, ready: bool = False) -> None:
+        """A call returned (``ready``: an open or attach, which makes the backend ready in the
+        same step); a drain waiting on the calls hears it."""
+        with self._progress:
+            self.ready = self.ready or ready
+            self.breaker.attempts += 1
+            self._progress.notify_all()
 
     def _deliver(self, batch: list[Entry]) -> None:
         delay = 0.1
@@ -440,9 +437,8 @@ class BackendWorker:
         """The run's end: a secondary detaches; a primary closes with the status its verdict
         gives. The writer's final state is published before the end is acknowledged."""
         meant = RunStatus(entry.status or RunStatus.KILLED.value)
-        status = RunStatus.FINISHED  # a secondary only detaches
-        if self.context.primary:
-            status = self.verdict.judge(meant, float(entry.timestamp or time.time()))
+        # A secondary only detaches.
+        status = self.verdict.judge(meant, float(entry.timestamp or time.time())) if self.context.primary else RunStatus.FINISHED
         ok, result = self.attempt("close_run", status=status, run=replace(self.context, ended_at=entry.timestamp))
         if ok:
             owing = self.verdict.owing
@@ -481,5 +477,6 @@ class BackendWorker:
 
     def report(self) -> dict[str, Any]:
         """This backend's counters for the summary (plain data: it crosses processes)."""
-        failures = dict(self.breaker.counts)
-        return self.progress.report(self.owed_sections, failures=failures, ready=self.ready, circuit_open=self.circuit_open)
+        return self.progress.report(
+            self.owed_sections, failures=dict(self.breaker.counts), ready=self.ready, circuit_open=self.circuit_open
+        )

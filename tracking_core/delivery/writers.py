@@ -105,7 +105,7 @@ class Publisher:
     ``publish(state)`` makes the call (the worker's guarded call into its backend); ``live``:
     the writer is running (a replay by ``tracking-core sync`` publishes only its final state)."""
 
-    def __init__(self, who: Mapping[str, Any], publish: Callable[[dict[str, Any]], bool], *, live: bool) -> None:
+    def __init__(self, who: Mapping[str, Any], publish: Callable[[dict[str, Any]], object], *, live: bool) -> None:
         self.who = dict(who)
         self.publish = publish
         self.live = live
@@ -152,14 +152,8 @@ class Publisher:
         elif self._caught_up_at is None:
             self._caught_up_at = now
         since = now - self._last
-        if self.beat and since >= self.beat:
-            self._send(WRITING, counts)
-        elif (
-            self._caught_up_at is not None
-            and now - self._caught_up_at >= SETTLE
-            and counts[:3] != self._said
-            and since >= SPACING
-        ):
+        settled = self._caught_up_at is not None and now - self._caught_up_at >= SETTLE
+        if (self.beat and since >= self.beat) or (settled and counts[:3] != self._said and since >= SPACING):
             self._send(WRITING, counts)
 
     def closed(self, counts: Counts, complete: bool, **extra: Any) -> None:
@@ -228,14 +222,12 @@ class Registration:
             log.exception("tracking-core's writer registry hit an internal error in %r", self.slot.spec.name)
             self.publisher = None
 
-    def _publish(self, state: dict[str, Any]) -> bool:
+    def _publish(self, state: dict[str, Any]) -> None:
         """One publication; a failure is reported once per kind and costs nothing else."""
         try:
             self.slot.call("publish_writer", state=state, run=self.slot.context)
         except Exception as exc:  # noqa: BLE001 - the registry never holds up a record
             self.breaker.record("publish_writer", exc, "no record waits for it (the next publication says as much)")
-            return False
-        return True
 
     def read(self) -> Mapping[str, Mapping[str, Any]] | None:
         """The registry's writers (None: it cannot be read); the others are kept in ``registry``."""
@@ -361,9 +353,8 @@ def await_writers(
             verdicts[label] = judge(state, seen[label], began, now)
         if found is not None:
             asked = sent
-        waiting = [label for label, verdict in verdicts.items() if verdict == "waiting"]
         left = until - time.monotonic()
-        if not waiting or left <= 0 or stop.is_set():
+        if "waiting" not in verdicts.values() or left <= 0 or stop.is_set():
             return {
                 label: owing_entry(writers[label], seen[label], now)
                 for label, verdict in verdicts.items()
@@ -376,17 +367,12 @@ def owing_entry(state: Mapping[str, Any], seen: Seen, now: float) -> dict[str, A
     """What the summary and the run say of a writer that owes data; ``last_heard``: seconds
     since the primary first saw its newest publication (at least that when ``heard_before``:
     it was there when the primary began to watch)."""
-    journaled = _int(state.get("journaled"))
-    done = _int(state.get("delivered")) + _int(state.get("rejected"))
+    journaled, delivered = _int(state.get("journaled")), _int(state.get("delivered"))
     return {
-        "label": state.get("label"),
-        "role": state.get("role"),
-        "rank": state.get("rank"),
-        "host": state.get("host"),
-        "state": state.get("state"),
+        **{key: state.get(key) for key in ("label", "role", "rank", "host", "state")},
         "journaled": journaled,
-        "delivered": _int(state.get("delivered")),
-        "owed": max(0, journaled - done),
+        "delivered": delivered,
+        "owed": max(0, journaled - delivered - _int(state.get("rejected"))),
         "last_heard": round(max(0.0, now - seen.first), 1),
         "heard_before": seen.after is None,
         "sync": state.get("sync") or sync_command(str(state.get("tracking_dir") or "<its tracking directory>")),
@@ -406,14 +392,12 @@ def owing_text(entry: Mapping[str, Any]) -> str:
     who = f"{entry.get('role') or 'primary'}" + (f" rank {rank}" if rank is not None else "")
     host = entry.get("host")
     if entry.get("state") == UNHEARD:
-        return (
-            f"{who} on host {host} ({entry.get('label')}) attached and never reached the tracker: "
-            f"everything it logged is in its journal there; run on {host}: {entry.get('sync')}"
-        )
-    undelivered = f"{entry.get('owed', 0)} of {entry.get('journaled', 0)} journaled values undelivered"
-    heard = f"last heard {'over ' if entry.get('heard_before') else ''}{float(entry.get('last_heard') or 0):.0f} s ago"
-    if entry.get("state") == INCOMPLETE:
-        what = f"closed incomplete ({heard}): {undelivered}"
+        what = "attached and never reached the tracker: everything it logged is in its journal there"
     else:
-        what = f"still writing when {heard}: {undelivered} then, and what it logged since is in its journal there"
+        undelivered = f"{entry.get('owed', 0)} of {entry.get('journaled', 0)} journaled values undelivered"
+        heard = f"last heard {'over ' if entry.get('heard_before') else ''}{float(entry.get('last_heard') or 0):.0f} s ago"
+        if entry.get("state") == INCOMPLETE:
+            what = f"closed incomplete ({heard}): {undelivered}"
+        else:
+            what = f"still writing when {heard}: {undelivered} then, and what it logged since is in its journal there"
     return f"{who} on host {host} ({entry.get('label')}) {what}; run on {host}: {entry.get('sync')}"
