@@ -208,7 +208,7 @@ def test_plugins_list_options_and_targets_import_no_tracker(tmp_path: Path) -> N
 # -- one job, three processes -------------------------------------------------------------------
 DRIVER = JOBS / "swanlab_driver.py"
 
-CHILD = JOBS / "swanlab_child.py"
+CHILD = JOBS / "tracker_role_writer.py"
 
 
 @pytest.mark.slow

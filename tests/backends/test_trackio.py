@@ -99,7 +99,7 @@ def test_a_role_attaches_only_once_the_primary_opened(tmp_path: Path) -> None:
 
 DRIVER = JOBS / "trackio_driver.py"
 
-CHILD = JOBS / "trackio_child.py"
+CHILD = JOBS / "tracker_role_writer.py"
 
 
 def run_job(tmp_path: Path, status: str = "FINISHED") -> dict[str, Any]:
