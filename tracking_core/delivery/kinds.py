@@ -196,10 +196,24 @@ def _table_record(e: Table, prefix: str, role: str | None) -> list[TableRecord]:
 def _histogram_record(e: Histogram, prefix: str, role: str | None) -> list[HistogramRecord]:
     return [
         HistogramRecord(
-            e.key, tuple(e.counts), tuple(e.edges), e.value_count, e.min, e.max, e.sum, e.sum_squares, dict(e.percentiles),
-            e.step, e.timestamp, e.n * ROW_SPAN, role, prefix, e.step_key, e.non_finite,
+            key=e.key,
+            counts=tuple(e.counts),
+            edges=tuple(e.edges),
+            count=e.value_count,
+            min=e.min,
+            max=e.max,
+            sum=e.sum,
+            sum_squares=e.sum_squares,
+            percentiles=dict(e.percentiles),
+            step=e.step,
+            timestamp=e.timestamp,
+            seq=e.n * ROW_SPAN,
+            role=role,
+            prefix=prefix,
+            step_key=e.step_key,
+            non_finite=e.non_finite,
         )
-    ]  # fmt: skip
+    ]
 
 
 def _text_record(e: Text, prefix: str, role: str | None) -> list[TextRecord]:
@@ -207,8 +221,21 @@ def _text_record(e: Text, prefix: str, role: str | None) -> list[TextRecord]:
 
 
 def _artifact_record(e: Artifact, prefix: str, role: str | None) -> list[ArtifactRecord]:
-    seq = e.n * ROW_SPAN
-    return [ArtifactRecord(e.key, e.artifact_kind, e.path, e.source, e.is_dir, e.size, e.files, e.timestamp, seq, role, prefix, e.snapshot)]
+    record = ArtifactRecord(
+        key=e.key,
+        kind=e.artifact_kind,
+        path=e.path,
+        source=e.source,
+        is_dir=e.is_dir,
+        size=e.size,
+        files=e.files,
+        timestamp=e.timestamp,
+        seq=e.n * ROW_SPAN,
+        role=role,
+        prefix=prefix,
+        snapshot=e.snapshot,
+    )
+    return [record]
 
 
 def _as(keyword: str) -> Callable[[list[Any]], dict[str, Any]]:
