@@ -1,7 +1,7 @@
 """Fault injection: a backend whose failures are switched by environment variables, jobs run as
 scripts in a fresh interpreter, tmpfs mounts, and readers for what the backend received.
 
-**The fault backend** (tests/jobs/faulty_tracking.py) is a real installed distribution
+**The fault backend** (tests/jobs/fault_backend.py) is a real installed distribution
 (``make_dist``) with the entry point ``faulty``, so every interpreter of a job -- the training process, its delivery process and
 ``tracking-core sync`` -- loads it through the ``tracking_core`` entry-point group. It offers two
 backends: ``faulty``, whose behaviour the switches below change, and ``steady``, which records
@@ -72,7 +72,7 @@ DROP = ("TRACKING_CORE_*", "MLFLOW_*", "WANDB_*", "FAULT_*", "PYTEST_*")
 def fault_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A "site" directory holding the fault backend as an installed distribution."""
     site = tmp_path_factory.mktemp("fault-site")
-    backend = (JOBS / "faulty_tracking.py").read_text(encoding="utf-8")
+    backend = (JOBS / "fault_backend.py").read_text(encoding="utf-8")
     make_dist(site, "faulty-tracking", {"faulty": "faulty_tracking"}, {"faulty_tracking": backend})
     return site
 

@@ -1,7 +1,7 @@
 """A fault-injection backend for tracking-core's fault suite (see tests/faults/conftest.py).
 
-``make_dist`` of the fault suite's ``fault_site`` fixture writes this module into a site directory
-as the installed distribution ``faulty-tracking`` (entry point ``faulty``): every process of a
+``make_dist`` of the fault suite's ``fault_site`` fixture writes this file into a site directory, as ``faulty_tracking``,
+the module of the installed distribution ``faulty-tracking`` (entry point ``faulty``): every process of a
 job loads it through the ``tracking_core`` entry-point group. Its switches are the ``FAULT_*``
 environment variables that tests/faults/conftest.py describes.
 """
