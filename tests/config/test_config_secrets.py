@@ -631,3 +631,18 @@ def test_names_are_cached_and_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     for i in range(10):
         assert redactor.names[f"m{i}"] == f"m{i}"
         assert len(redactor.names) <= 3
+
+
+def test_a_redactor_pickles_and_redacts_the_same_afterwards() -> None:
+    """A host may hand its redactor to another process (multiprocessing, Ray): it pickles, its
+    key cache included, and redacts alike after."""
+    import pickle
+
+    from tracking_core.config.secrets import Redactor
+
+    redactor = Redactor(secret_keys=["my_field"])
+    config = {"api_key": "sk-" + "a" * 40, "my_field": "plain", "lr": 1e-3}
+    before = redactor.redact(config)
+    again = pickle.loads(pickle.dumps(redactor))
+    assert again.redact(config) == before
+    assert before[0]["my_field"] != "plain" and before[0]["lr"] == 1e-3

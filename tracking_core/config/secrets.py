@@ -363,10 +363,9 @@ class Redactor:
         self.allow_keys = allow = (*map(str, allow_keys), *env(ALLOW_KEYS_ENV))
         self.fingerprint = fingerprint
         # key name -> (the key with secret shapes replaced, name_kind): keys repeat across
-        # sections and calls, so both answers are kept.
-        self._key_info = functools.lru_cache(maxsize=65536)(
-            lambda key: (self.redact_text(key), self.name_kind(key))
-        )
+        # sections and calls, so both answers are kept (bounded, see _key_info). A plain dict:
+        # a redactor stays picklable.
+        self._keys: dict[str, tuple[str, str | None]] = {}
         self._allow_exact = frozenset(k for k in allow if not any(c in k for c in "*?["))
         self._allow_globs = tuple(k for k in allow if k not in self._allow_exact)
         #: Record names as redacted (``names[key]``): see :meth:`redact_name`.
@@ -386,6 +385,14 @@ class Redactor:
             key in self._allow_exact or any(fnmatch.fnmatchcase(key, glob) for glob in self._allow_globs)
             for key in (name, path) if key is not None
         )
+
+    def _key_info(self, key: str) -> tuple[str, str | None]:
+        info = self._keys.get(key)
+        if info is None:
+            if len(self._keys) > 65536:
+                self._keys.clear()
+            info = self._keys[key] = (self.redact_text(key), self.name_kind(key))
+        return info
 
     def name_kind(self, name: str) -> str | None:
         """:data:`SECRET`, :data:`MAYBE` or None for a key or flag name (allow list not applied)."""
